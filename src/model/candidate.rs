@@ -1,0 +1,243 @@
+//! What a single election child is: its sequence number and its identity.
+//!
+//! ZooKeeper appends `%010d` of a signed 32-bit counter to EPHEMERAL_SEQUENTIAL
+//! and PERSISTENT_SEQUENTIAL nodes. Recipes put arbitrary prefixes in front
+//! (`<uuid>__lock__`, `_c_<guid>-latch-`, `instance_`), so the only reliable
+//! order is the number parsed from the last ten characters.
+
+use regex::Regex;
+
+/// Longest identity we keep; longer ones are cut (label values must stay small).
+pub const MAX_IDENTITY_CHARS: usize = 128;
+
+/// Bytes of node data looked at for `data` and `regex:` identities. Identity
+/// comes from the start of the data; reading a 1 MiB payload as text would only
+/// cost memory and time.
+const IDENTITY_SCAN_BYTES: usize = 4096;
+
+/// Parses the ZooKeeper sequence suffix of a node name.
+///
+/// Returns `None` when the name is shorter than ten characters or its last ten
+/// characters are not a `%010d` rendering of an `i32` (such as `-000000001`
+/// after the counter wrapped).
+///
+/// Java renders `n <= -10^9` as eleven characters (`-1000000000`); such a
+/// suffix is read from its last ten as positive, because `name-1000000000`
+/// (a separator followed by a large positive counter) cannot be told apart
+/// and is the likelier of the two.
+pub fn parse_sequence(name: &str) -> Option<i32> {
+    let bytes = name.as_bytes();
+    if bytes.len() < 10 {
+        return None;
+    }
+    let suffix = &bytes[bytes.len() - 10..];
+    let (negative, digits) = match suffix[0] {
+        b'-' => (true, &suffix[1..]),
+        _ => (false, suffix),
+    };
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let magnitude = digits
+        .iter()
+        .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+    let value = if negative { -magnitude } else { magnitude };
+    i32::try_from(value).ok()
+}
+
+/// How the identity of a candidate (the device, host or instance it stands for)
+/// is read from its node.
+#[derive(Debug, Clone)]
+pub enum IdentityMode {
+    /// The node data as text.
+    Data,
+    /// The node name itself.
+    Node,
+    /// A JSON pointer (RFC 6901) into the node data parsed as JSON.
+    JsonPointer(String),
+    /// The first capture group of a regex applied to the node data as text.
+    Regex(Regex),
+}
+
+impl IdentityMode {
+    /// Parses `data`, `node`, `json:/pointer` or `regex:PATTERN`.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        if spec == "data" {
+            return Ok(Self::Data);
+        }
+        if spec == "node" {
+            return Ok(Self::Node);
+        }
+        if let Some(pointer) = spec.strip_prefix("json:") {
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                return Err(format!(
+                    "JSON pointer `{pointer}` must be empty or start with `/` (e.g. `json:/device/id`)"
+                ));
+            }
+            return Ok(Self::JsonPointer(pointer.to_owned()));
+        }
+        if let Some(pattern) = spec.strip_prefix("regex:") {
+            let regex = Regex::new(pattern).map_err(|e| {
+                format!(
+                    "invalid regex `{pattern}`: {}",
+                    e.to_string().replace('\n', " ")
+                )
+            })?;
+            if regex.captures_len() < 2 {
+                return Err(format!(
+                    "regex `{pattern}` has no capture group; the first group is the identity"
+                ));
+            }
+            return Ok(Self::Regex(regex));
+        }
+        Err(format!(
+            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\" or \"regex:PATTERN\""
+        ))
+    }
+
+    /// Extracts the identity of the node `name` holding `data`.
+    ///
+    /// Never fails: invalid UTF-8 is replaced, the result is trimmed and cut to
+    /// [`MAX_IDENTITY_CHARS`], and anything empty or unmatched falls back to the
+    /// node name so a candidate always has an identity.
+    pub fn extract(&self, name: &str, data: &[u8]) -> String {
+        let raw = match self {
+            Self::Node => None,
+            Self::Data => Some(lossy_prefix(data)),
+            Self::Regex(regex) => {
+                let text = lossy_prefix(data);
+                regex
+                    .captures(&text)
+                    .and_then(|c| c.get(1))
+                    .map(|m| m.as_str().to_owned())
+            }
+            Self::JsonPointer(pointer) => serde_json::from_slice::<serde_json::Value>(data)
+                .ok()
+                .and_then(|v| v.pointer(pointer).cloned())
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                }),
+        };
+        let cleaned = raw.as_deref().map(clean).unwrap_or_default();
+        if cleaned.is_empty() {
+            clean(name)
+        } else {
+            cleaned
+        }
+    }
+}
+
+fn lossy_prefix(data: &[u8]) -> String {
+    String::from_utf8_lossy(&data[..data.len().min(IDENTITY_SCAN_BYTES)]).into_owned()
+}
+
+/// Trims and cuts to [`MAX_IDENTITY_CHARS`] characters.
+fn clean(s: &str) -> String {
+    s.trim().chars().take(MAX_IDENTITY_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sequences_parse_from_the_last_ten_characters() {
+        assert_eq!(parse_sequence("instance_0000000007"), Some(7));
+        assert_eq!(parse_sequence("7c2e1f3a-1b2c__lock__0000000003"), Some(3));
+        assert_eq!(parse_sequence("_c_abc-latch-0000000012"), Some(12));
+        assert_eq!(parse_sequence("0000000000"), Some(0));
+        assert_eq!(parse_sequence("n_2147483647"), Some(i32::MAX));
+        assert_eq!(parse_sequence("n_-000000001"), Some(-1));
+        assert_eq!(
+            parse_sequence("n_-2147483648"),
+            None,
+            "last ten are 2147483648"
+        );
+        assert_eq!(parse_sequence("n-2147483648"), None, "11 chars of number");
+        assert_eq!(parse_sequence("n_4294967295"), None, "beyond i32");
+        assert_eq!(parse_sequence("config"), None);
+        assert_eq!(parse_sequence("lock-00000001"), None);
+        assert_eq!(parse_sequence("abc_000000000x"), None);
+        assert_eq!(parse_sequence("é_0000000001"), Some(1));
+        assert_eq!(parse_sequence("éééééééééé"), None);
+    }
+
+    #[test]
+    fn identity_modes() {
+        let data = br#"{"device":{"id":"phone-7"},"n":3}"#;
+        let json = IdentityMode::parse("json:/device/id").unwrap();
+        assert_eq!(json.extract("c_0000000001", data), "phone-7");
+        let n = IdentityMode::parse("json:/n").unwrap();
+        assert_eq!(n.extract("c_0000000001", data), "3");
+        assert_eq!(json.extract("c_0000000001", b"not json"), "c_0000000001");
+
+        let re = IdentityMode::parse("regex:host=(\\S+)").unwrap();
+        assert_eq!(re.extract("c", b"pid=1 host=web-3 x"), "web-3");
+        assert_eq!(re.extract("c", b"nothing"), "c");
+
+        let data_mode = IdentityMode::parse("data").unwrap();
+        assert_eq!(data_mode.extract("c", b"  dev-1 \n"), "dev-1");
+        assert_eq!(data_mode.extract("c_1", b"   "), "c_1");
+        assert_eq!(data_mode.extract("c", &[0xff, b'a']), "\u{fffd}a");
+        assert_eq!(
+            IdentityMode::parse("node").unwrap().extract("c_1", b"x"),
+            "c_1"
+        );
+    }
+
+    #[test]
+    fn identity_mode_errors_say_what_to_write() {
+        assert!(
+            IdentityMode::parse("regex:(")
+                .unwrap_err()
+                .contains("invalid regex")
+        );
+        assert!(
+            IdentityMode::parse("regex:abc")
+                .unwrap_err()
+                .contains("capture group")
+        );
+        assert!(
+            IdentityMode::parse("json:a")
+                .unwrap_err()
+                .contains("start with")
+        );
+        assert!(
+            IdentityMode::parse("name")
+                .unwrap_err()
+                .contains("not an identity mode")
+        );
+    }
+
+    #[test]
+    fn huge_binary_data_is_cut() {
+        let big = vec![b'x'; 1 << 20];
+        let id = IdentityMode::Data.extract("c", &big);
+        assert_eq!(id.chars().count(), MAX_IDENTITY_CHARS);
+        let binary: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+        let id = IdentityMode::Data.extract("c", &binary);
+        assert!(id.chars().count() <= MAX_IDENTITY_CHARS);
+    }
+
+    proptest! {
+        #[test]
+        fn formatted_sequences_round_trip(prefix in "[a-z_\\-]{0,12}", n in any::<i32>()) {
+            let name = format!("{prefix}{n:010}");
+            // %010d of n <= -10^9 is 11 characters (`-1000000000`): its last ten
+            // read as a positive number; see parse_sequence.
+            prop_assume!(n > -1_000_000_000);
+            prop_assert_eq!(parse_sequence(&name), Some(n));
+        }
+
+        #[test]
+        fn identity_never_panics_and_is_bounded(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+            for mode in ["data", "node", "json:/a", "regex:(.)"] {
+                let id = IdentityMode::parse(mode).unwrap().extract("c_0000000001", &data);
+                prop_assert!(!id.is_empty());
+                prop_assert!(id.chars().count() <= MAX_IDENTITY_CHARS);
+            }
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! One election: its candidates, who is master, and the history operators ask
+//! about (switches, joins and leaves, time without a master).
+//!
+//! Every rule of the product lives here and nowhere else:
+//! - the master is the candidate with the lowest parsed sequence number;
+//! - a *switch* is a different node becoming master than the last one seen;
+//!   the first master of an election (at start-up or when the election first
+//!   appears) is not a switch, and a gap without master does not reset it;
+//! - *masterless* time runs from the moment the election is seen without
+//!   candidates until a candidate appears.
+//!
+//! Time is passed in ([`Now`]); nothing here reads a clock or does I/O.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The moment an event is applied: monotonic for durations, wall clock for
+/// the timestamps that are exported.
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    pub mono: Instant,
+    pub wall: SystemTime,
+}
+
+impl Now {
+    /// The current time; only sources and outputs call this, models never do.
+    pub fn now() -> Self {
+        Self {
+            mono: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+}
+
+/// A candidate as the election needs it, with its identity already extracted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub name: String,
+    pub sequence: i32,
+    pub identity: String,
+    /// The node is ephemeral (its `ephemeralOwner` is a session id).
+    pub ephemeral: bool,
+    /// Creation time of the node, from its stat.
+    pub ctime: SystemTime,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    identity: String,
+    ephemeral: bool,
+    ctime: SystemTime,
+}
+
+/// The current master of an election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MasterView<'a> {
+    pub node: &'a str,
+    pub sequence: i32,
+    pub identity: &'a str,
+    /// When it took over: its node's ctime when first seen at start-up, the
+    /// moment the switch was observed afterwards.
+    pub since: SystemTime,
+}
+
+/// State of one election. Build it with [`Election::new`] and feed it joins,
+/// leaves, data updates or full snapshots.
+#[derive(Debug, Clone)]
+pub struct Election {
+    /// Ordered by (sequence, name): the first entry is the master. Ties only
+    /// happen after the 32-bit counter wrapped; the name breaks them.
+    candidates: BTreeMap<(i32, String), Slot>,
+    /// Node name of the last master seen, kept through masterless gaps so the
+    /// next master counts as a switch.
+    last_master: Option<String>,
+    master_since: Option<SystemTime>,
+    changes: u64,
+    joins: u64,
+    leaves: u64,
+    masterless_since: Option<Instant>,
+    masterless_total: Duration,
+    identity_counts: HashMap<String, u32>,
+    duplicates: usize,
+}
+
+/// What a change did that the caller must record outside the election.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// A masterless period ended and lasted this long.
+    pub masterless_ended: Option<Duration>,
+    /// The master changed (counted as a switch).
+    pub switched: bool,
+}
+
+impl Election {
+    /// An election first seen with these candidates. Nothing is counted: no
+    /// joins and no switch; the master's `since` is its node's ctime.
+    pub fn new(candidates: impl IntoIterator<Item = Candidate>, now: Now) -> Self {
+        let mut election = Self {
+            candidates: BTreeMap::new(),
+            last_master: None,
+            master_since: None,
+            changes: 0,
+            joins: 0,
+            leaves: 0,
+            masterless_since: None,
+            masterless_total: Duration::ZERO,
+            identity_counts: HashMap::new(),
+            duplicates: 0,
+        };
+        for candidate in candidates {
+            election.insert(candidate);
+        }
+        if let Some(((_, name), slot)) = election.candidates.first_key_value() {
+            election.last_master = Some(name.clone());
+            election.master_since = Some(slot.ctime);
+        } else {
+            election.masterless_since = Some(now.mono);
+        }
+        election
+    }
+
+    /// A candidate appeared. Idempotent: a node already known only has its
+    /// identity refreshed, so replaying an event after a listing is harmless.
+    pub fn join(&mut self, candidate: Candidate, now: Now) -> Outcome {
+        if self.insert(candidate) {
+            self.joins += 1;
+        }
+        self.settle(now)
+    }
+
+    /// A candidate's node disappeared. Unknown names are ignored.
+    pub fn leave(&mut self, name: &str, sequence: i32, now: Now) -> Outcome {
+        if self.remove(&(sequence, name.to_owned())) {
+            self.leaves += 1;
+        }
+        self.settle(now)
+    }
+
+    /// Replaces the candidates with a full listing (after a reconnect), counting
+    /// what changed during the outage: each join and leave once, and a switch
+    /// once if the master differs from the last one seen.
+    pub fn resync(&mut self, candidates: impl IntoIterator<Item = Candidate>, now: Now) -> Outcome {
+        let mut fresh: BTreeMap<(i32, String), Candidate> = candidates
+            .into_iter()
+            .map(|c| ((c.sequence, c.name.clone()), c))
+            .collect();
+        let gone: Vec<(i32, String)> = self
+            .candidates
+            .keys()
+            .filter(|k| !fresh.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.remove(&key);
+            self.leaves += 1;
+        }
+        for (_, candidate) in std::mem::take(&mut fresh) {
+            if self.insert(candidate) {
+                self.joins += 1;
+            }
+        }
+        self.settle(now)
+    }
+
+    /// Inserts or refreshes; returns whether the node is new.
+    fn insert(&mut self, c: Candidate) -> bool {
+        let key = (c.sequence, c.name);
+        let slot = Slot {
+            identity: c.identity,
+            ephemeral: c.ephemeral,
+            ctime: c.ctime,
+        };
+        self.count_identity(&slot.identity, true);
+        match self.candidates.insert(key, slot) {
+            Some(old) => {
+                self.count_identity(&old.identity, false);
+                false
+            }
+            None => true,
+        }
+    }
+
+    fn remove(&mut self, key: &(i32, String)) -> bool {
+        match self.candidates.remove(key) {
+            Some(old) => {
+                self.count_identity(&old.identity, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Keeps `duplicates` (candidates sharing their identity with another)
+    /// current in O(1) per change.
+    fn count_identity(&mut self, identity: &str, add: bool) {
+        if add {
+            let n = self.identity_counts.entry(identity.to_owned()).or_insert(0);
+            *n += 1;
+            self.duplicates += match *n {
+                2 => 2,
+                n if n > 2 => 1,
+                _ => 0,
+            };
+        } else if let Some(n) = self.identity_counts.get_mut(identity) {
+            self.duplicates -= match *n {
+                2 => 2,
+                n if n > 2 => 1,
+                _ => 0,
+            };
+            *n -= 1;
+            if *n == 0 {
+                self.identity_counts.remove(identity);
+            }
+        }
+    }
+
+    /// Derives master change and masterless time from the candidate set.
+    fn settle(&mut self, now: Now) -> Outcome {
+        let mut outcome = Outcome::default();
+        match self.candidates.first_key_value() {
+            Some(((_, name), _)) => {
+                if self.last_master.as_deref() != Some(name.as_str()) {
+                    if self.last_master.is_some() {
+                        self.changes += 1;
+                        outcome.switched = true;
+                    }
+                    self.last_master = Some(name.clone());
+                    self.master_since = Some(now.wall);
+                }
+                if let Some(start) = self.masterless_since.take() {
+                    let lasted = now.mono.saturating_duration_since(start);
+                    self.masterless_total += lasted;
+                    outcome.masterless_ended = Some(lasted);
+                }
+            }
+            None => {
+                self.master_since = None;
+                self.masterless_since.get_or_insert(now.mono);
+            }
+        }
+        outcome
+    }
+
+    /// The current master, if any.
+    pub fn master(&self) -> Option<MasterView<'_>> {
+        let ((sequence, node), slot) = self.candidates.first_key_value()?;
+        Some(MasterView {
+            node,
+            sequence: *sequence,
+            identity: &slot.identity,
+            since: self.master_since.unwrap_or(slot.ctime),
+        })
+    }
+
+    pub fn candidate_count(&self) -> usize {
+        self.candidates.len()
+    }
+
+    pub fn ephemeral_count(&self) -> usize {
+        self.candidates.values().filter(|s| s.ephemeral).count()
+    }
+
+    /// Master switches since the agent started watching.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    pub fn joins(&self) -> u64 {
+        self.joins
+    }
+
+    pub fn leaves(&self) -> u64 {
+        self.leaves
+    }
+
+    /// Candidates whose identity another candidate also has.
+    pub fn duplicate_identities(&self) -> usize {
+        self.duplicates
+    }
+
+    /// Accumulated time without a master, including a period still running.
+    pub fn masterless_total(&self, now: Instant) -> Duration {
+        self.masterless_total
+            + self
+                .masterless_since
+                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+    }
+
+    /// Candidates in master order (lowest sequence first).
+    pub fn candidates(&self) -> impl Iterator<Item = (i32, &str, &str)> {
+        self.candidates
+            .iter()
+            .map(|((seq, name), slot)| (*seq, name.as_str(), slot.identity.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(base: Instant, secs: u64) -> Now {
+        Now {
+            mono: base + Duration::from_secs(secs),
+            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs),
+        }
+    }
+
+    fn cand(name: &str, identity: &str) -> Candidate {
+        Candidate {
+            name: name.into(),
+            sequence: crate::model::candidate::parse_sequence(name).unwrap(),
+            identity: identity.into(),
+            ephemeral: true,
+            ctime: SystemTime::UNIX_EPOCH + Duration::from_secs(42),
+        }
+    }
+
+    #[test]
+    fn start_up_counts_nothing_and_uses_ctime() {
+        let t = Instant::now();
+        let e = Election::new(
+            [cand("b_0000000002", "dev-b"), cand("a_0000000003", "dev-a")],
+            at(t, 0),
+        );
+        let m = e.master().unwrap();
+        assert_eq!(m.node, "b_0000000002");
+        assert_eq!(m.identity, "dev-b");
+        assert_eq!(m.since, SystemTime::UNIX_EPOCH + Duration::from_secs(42));
+        assert_eq!((e.changes(), e.joins(), e.leaves()), (0, 0, 0));
+        assert_eq!(
+            e.masterless_total(t + Duration::from_secs(9)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn order_is_by_sequence_not_by_name() {
+        let t = Instant::now();
+        let e = Election::new(
+            [
+                cand("zzzz-uuid__lock__0000000002", "z"),
+                cand("aaaa-uuid__lock__0000000003", "a"),
+                cand("_c_1234-latch-0000000004", "c"),
+            ],
+            at(t, 0),
+        );
+        assert_eq!(e.master().unwrap().identity, "z");
+    }
+
+    #[test]
+    fn master_leaving_is_one_switch_and_standby_leaving_is_none() {
+        let t = Instant::now();
+        let mut e = Election::new(
+            [
+                cand("c_0000000001", "a"),
+                cand("c_0000000002", "b"),
+                cand("c_0000000003", "c"),
+            ],
+            at(t, 0),
+        );
+        let o = e.leave("c_0000000002", 2, at(t, 1));
+        assert!(!o.switched);
+        let o = e.leave("c_0000000001", 1, at(t, 2));
+        assert!(o.switched);
+        assert_eq!(e.changes(), 1);
+        let m = e.master().unwrap();
+        assert_eq!(m.identity, "c");
+        assert_eq!(m.since, at(t, 2).wall);
+        assert_eq!((e.joins(), e.leaves()), (0, 2));
+    }
+
+    #[test]
+    fn same_identity_under_a_new_node_is_a_switch() {
+        let t = Instant::now();
+        let mut e = Election::new([cand("c_0000000001", "dev")], at(t, 0));
+        e.leave("c_0000000001", 1, at(t, 1));
+        e.join(cand("c_0000000002", "dev"), at(t, 2));
+        assert_eq!(e.changes(), 1);
+    }
+
+    #[test]
+    fn masterless_time_accumulates_and_reports_periods() {
+        let t = Instant::now();
+        let mut e = Election::new([], at(t, 0));
+        assert!(e.master().is_none());
+        let o = e.join(cand("c_0000000001", "a"), at(t, 5));
+        assert_eq!(o.masterless_ended, Some(Duration::from_secs(5)));
+        assert!(
+            !o.switched,
+            "the first master of an election is not a switch"
+        );
+        e.leave("c_0000000001", 1, at(t, 10));
+        assert_eq!(e.masterless_total(at(t, 13).mono), Duration::from_secs(8));
+        let o = e.join(cand("c_0000000002", "b"), at(t, 14));
+        assert_eq!(o.masterless_ended, Some(Duration::from_secs(4)));
+        assert!(o.switched, "a new master after a gap is a switch");
+        assert_eq!(e.masterless_total(at(t, 100).mono), Duration::from_secs(9));
+    }
+
+    #[test]
+    fn join_is_idempotent_and_updates_identity() {
+        let t = Instant::now();
+        let mut e = Election::new([cand("c_0000000001", "a")], at(t, 0));
+        e.join(cand("c_0000000001", "a2"), at(t, 1));
+        assert_eq!(e.joins(), 0);
+        assert_eq!(e.master().unwrap().identity, "a2");
+        e.leave("c_0000000009", 9, at(t, 1));
+        assert_eq!(e.leaves(), 0);
+    }
+
+    #[test]
+    fn resync_counts_outage_changes_once() {
+        let t = Instant::now();
+        let mut e = Election::new(
+            [cand("c_0000000001", "a"), cand("c_0000000002", "b")],
+            at(t, 0),
+        );
+        // During the outage: 1 and 2 died, 3 and 4 came, 3 is master.
+        let o = e.resync(
+            [cand("c_0000000004", "d"), cand("c_0000000003", "c")],
+            at(t, 30),
+        );
+        assert!(o.switched);
+        assert_eq!((e.changes(), e.joins(), e.leaves()), (1, 2, 2));
+        // A second identical resync changes nothing.
+        let o = e.resync(
+            [cand("c_0000000004", "d"), cand("c_0000000003", "c")],
+            at(t, 31),
+        );
+        assert!(!o.switched);
+        assert_eq!((e.changes(), e.joins(), e.leaves()), (1, 2, 2));
+    }
+
+    #[test]
+    fn duplicates_count_every_candidate_sharing_an_identity() {
+        let t = Instant::now();
+        let mut e = Election::new(
+            [
+                cand("c_0000000001", "a"),
+                cand("c_0000000002", "a"),
+                cand("c_0000000003", "b"),
+            ],
+            at(t, 0),
+        );
+        assert_eq!(e.duplicate_identities(), 2);
+        e.join(cand("c_0000000004", "a"), at(t, 1));
+        assert_eq!(e.duplicate_identities(), 3);
+        e.join(cand("c_0000000003", "a"), at(t, 1)); // data change b -> a
+        assert_eq!(e.duplicate_identities(), 4);
+        e.leave("c_0000000001", 1, at(t, 2));
+        e.leave("c_0000000002", 2, at(t, 2));
+        e.leave("c_0000000003", 3, at(t, 2));
+        assert_eq!(e.duplicate_identities(), 0);
+    }
+
+    #[test]
+    fn wrapped_negative_sequences_sort_first() {
+        let t = Instant::now();
+        let e = Election::new(
+            [cand("c_2147483647", "old"), cand("c_-000000005", "wrapped")],
+            at(t, 0),
+        );
+        assert_eq!(e.master().unwrap().identity, "wrapped");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Join(i32, u8),
+        Leave(usize),
+        Resync(Vec<(i32, u8)>),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (any::<i32>(), 0u8..4).prop_map(|(s, p)| Op::Join(s, p)),
+            3 => any::<usize>().prop_map(Op::Leave),
+            1 => proptest::collection::vec((-50i32..50, 0u8..4), 0..5).prop_map(Op::Resync),
+        ]
+    }
+
+    proptest! {
+        /// For any sequence of joins, leaves and resyncs: the master is the
+        /// lowest sequence, and changes equal the number of times the lowest
+        /// node differed from the previous lowest one seen.
+        #[test]
+        fn master_is_min_and_changes_are_counted_exactly(ops in proptest::collection::vec(op(), 0..60)) {
+            let t = Instant::now();
+            let mut e = Election::new([], at(t, 0));
+            let mut live: BTreeMap<(i32, String), ()> = BTreeMap::new();
+            let mut last: Option<String> = None;
+            let mut expected_changes = 0u64;
+            for (i, op) in ops.into_iter().enumerate() {
+                let now = at(t, i as u64 + 1);
+                match op {
+                    Op::Join(seq, prefix) => {
+                        let c = candidate(seq, prefix);
+                        live.insert((c.sequence, c.name.clone()), ());
+                        e.join(c, now);
+                    }
+                    Op::Leave(pick) => {
+                        if live.is_empty() { continue; }
+                        let key = live.keys().nth(pick % live.len()).unwrap().clone();
+                        live.remove(&key);
+                        e.leave(&key.1, key.0, now);
+                    }
+                    Op::Resync(set) => {
+                        let cs: Vec<Candidate> = set.into_iter().map(|(s, p)| candidate(s, p)).collect();
+                        live = cs.iter().map(|c| ((c.sequence, c.name.clone()), ())).collect();
+                        e.resync(cs, now);
+                    }
+                }
+                let min = live.keys().next().cloned();
+                if let Some((_, name)) = &min {
+                    if last.as_ref().is_some_and(|l| l != name) { expected_changes += 1; }
+                    last = Some(name.clone());
+                }
+                prop_assert_eq!(e.master().map(|m| (m.sequence, m.node.to_owned())), min);
+                prop_assert_eq!(e.changes(), expected_changes);
+                prop_assert_eq!(e.candidate_count(), live.len());
+            }
+        }
+    }
+
+    fn candidate(seq: i32, prefix: u8) -> Candidate {
+        let seq = seq.max(i32::MIN + 1);
+        Candidate {
+            name: format!("p{prefix}_{seq:010}"),
+            sequence: seq,
+            identity: format!("id{}", seq.rem_euclid(3)),
+            ephemeral: true,
+            ctime: SystemTime::UNIX_EPOCH,
+        }
+    }
+}
