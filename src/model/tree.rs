@@ -170,6 +170,8 @@ pub struct ElectionTree {
     /// The first full listing has been applied (later ones are resyncs).
     loaded: bool,
     masterless: Histogram,
+    sync_error: Option<String>,
+    sync_failures: u64,
 }
 
 impl ElectionTree {
@@ -181,7 +183,26 @@ impl ElectionTree {
             synced: false,
             loaded: false,
             masterless: Histogram::new(PERIOD_BUCKETS),
+            sync_error: None,
+            sync_failures: 0,
         }
+    }
+
+    /// A watch or listing of the tree failed; it stays unsynced until a
+    /// later listing succeeds.
+    pub fn sync_failed(&mut self, error: String) {
+        self.synced = false;
+        self.sync_failures += 1;
+        self.sync_error = Some(error);
+    }
+
+    /// Why the tree is not synced, if a listing failed.
+    pub fn sync_error(&self) -> Option<&str> {
+        self.sync_error.as_deref()
+    }
+
+    pub fn sync_failures(&self) -> u64 {
+        self.sync_failures
     }
 
     pub fn pattern(&self) -> &TreePattern {
@@ -266,6 +287,7 @@ impl ElectionTree {
         self.elections.retain(|path, _| seen.contains(path));
         self.loaded = true;
         self.synced = true;
+        self.sync_error = None;
     }
 
     /// A node matching the glob was created (or found). No-op if known.

@@ -1,0 +1,109 @@
+//! Command line. Flags win over `ZK_EXPORTER_*` environment variables, which
+//! win over the configuration file (see [`crate::config::load`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Overrides;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-election-exporter",
+    version,
+    about = "Prometheus exporter for ZooKeeper elections: who is master, how often it moves, how long elections go without one."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// TOML configuration file (see docs/configuration.md).
+    #[arg(long, env = "ZK_EXPORTER_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// ZooKeeper servers of the (first) cluster, comma separated.
+    #[arg(long, env = "ZK_EXPORTER_ZK", value_name = "HOST:PORT[,HOST:PORT...]")]
+    pub zk: Option<String>,
+
+    /// Election glob (`*` matches one path segment); repeatable. Replaces the
+    /// first cluster's elections.
+    #[arg(
+        long = "election",
+        env = "ZK_EXPORTER_ELECTION",
+        value_name = "GLOB",
+        value_delimiter = ','
+    )]
+    pub elections: Vec<String>,
+
+    /// Identity mode for --election: data, node, json:/pointer or regex:PATTERN.
+    #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
+    pub identity: Option<String>,
+
+    /// Address for /metrics (default 0.0.0.0:9141).
+    #[arg(long = "web.listen-address", value_name = "IP:PORT")]
+    pub listen_address: Option<String>,
+
+    /// Log filter, e.g. `info` or `zk_election_exporter=debug`. The client
+    /// library's per-connection chatter is kept at warn by default.
+    #[arg(
+        long,
+        env = "ZK_EXPORTER_LOG",
+        default_value = "info,zookeeper_client=warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
+}
+
+impl Cli {
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            config_file: self.config.clone(),
+            listen_address: self.listen_address.clone(),
+            zk: self.zk.clone(),
+            elections: self.elections.clone(),
+            identity: self.identity.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run real ZooKeeper sessions that compete in elections and kill masters:
+    /// a load generator for demos and benchmarks.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimulateArgs {
+    /// ZooKeeper servers, comma separated.
+    #[arg(long, value_name = "HOSTS")]
+    pub zk: String,
+    /// Parent of the elections; election i is PATH/bot_i.
+    #[arg(long, default_value = "/wechat/bots")]
+    pub path: String,
+    /// Number of elections.
+    #[arg(long, default_value_t = 10)]
+    pub elections: usize,
+    /// Candidates per election.
+    #[arg(long, default_value_t = 3)]
+    pub candidates: usize,
+    /// Sessions the candidates are spread over (each session is one
+    /// simulated process); default: candidates × elections, at most 50
+    /// (ZooKeeper allows 60 connections per client IP by default).
+    #[arg(long)]
+    pub sessions: Option<usize>,
+    /// Masters killed per second (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    pub kill_rate: f64,
+    /// Fraction of kills that abandon the session without closing it, so its
+    /// nodes stay until the session expires.
+    #[arg(long, default_value_t = 0.5)]
+    pub abandon_ratio: f64,
+    /// Session timeout of the simulated sessions.
+    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    pub session_timeout: Duration,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+}

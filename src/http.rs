@@ -1,0 +1,138 @@
+//! HTTP endpoints: `/metrics`, `/healthz`, `/ready` and a small index page.
+//! Handlers only read models; none waits on ZooKeeper.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+
+use crate::metrics;
+use crate::model::SharedCluster;
+
+/// What the handlers read.
+#[derive(Clone)]
+pub struct AppState {
+    pub registry: Arc<Registry>,
+    pub clusters: Vec<SharedCluster>,
+}
+
+/// The router, exposed for tests and benchmarks.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/metrics", get(metrics_handler))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/ready", get(ready))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves, then finishes in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Binds the listen address with an error that says what to do.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}; choose another --web.listen-address"))
+}
+
+async fn index() -> Html<&'static str> {
+    Html(concat!(
+        "<!doctype html><html><head><title>zk-election-exporter</title></head><body>",
+        "<h1>zk-election-exporter</h1>",
+        "<p>Who is master of every ZooKeeper election, and how often it moves.</p><ul>",
+        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>",
+        "<li><a href=\"/ready\">/ready</a>: 200 when every session is connected and every tree synced</li>",
+        "<li><a href=\"/healthz\">/healthz</a>: process is alive</li>",
+        "</ul></body></html>"
+    ))
+}
+
+fn wants_openmetrics(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/openmetrics-text"))
+}
+
+async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let openmetrics = wants_openmetrics(&headers);
+    let registry = state.registry.clone();
+    // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
+    let rendered =
+        tokio::task::spawn_blocking(move || metrics::render(&registry, openmetrics)).await;
+    match rendered {
+        Ok(Ok(body)) => {
+            let content_type = if openmetrics {
+                metrics::OPENMETRICS_CONTENT_TYPE
+            } else {
+                metrics::TEXT_CONTENT_TYPE
+            };
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        _ => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "encoding metrics failed\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Reasons the agent is not ready, empty when it is.
+pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for c in clusters {
+        let c = c.read().unwrap_or_else(|p| p.into_inner());
+        if !c.session.is_connected() {
+            reasons.push(format!(
+                "cluster {}: session {}{}",
+                c.name,
+                c.session.state.label(),
+                c.session
+                    .last_error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+        }
+        for tree in &c.trees {
+            if !tree.synced() {
+                reasons.push(format!(
+                    "cluster {}: tree {} not synced{}",
+                    c.name,
+                    tree.pattern().as_str(),
+                    tree.sync_error()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+    }
+    reasons
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    let reasons = not_ready_reasons(&state.clusters);
+    if reasons.is_empty() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready\n{}\n", reasons.join("\n")),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,125 @@
+//! Thin shell: parse the command line, load configuration, start one task per
+//! cluster and the HTTP server, wait for SIGTERM/SIGINT.
+
+use std::process::ExitCode;
+use std::sync::{Arc, RwLock};
+
+use clap::Parser;
+use tokio::sync::watch;
+use tracing::{error, info};
+use zk_election_exporter::cli::{Cli, Command};
+use zk_election_exporter::model::tree::ElectionTree;
+use zk_election_exporter::model::{ClusterState, SharedCluster};
+use zk_election_exporter::{config, http, metrics, simulate, zk};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
+        eprintln!(
+            "zk-election-exporter: invalid --log filter `{}`: {e}; using info",
+            cli.log
+        );
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("zk-election-exporter: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Some(Command::Simulate(ref args)) => runtime.block_on(simulate::run(args.clone())),
+        None => runtime.block_on(run_exporter(&cli)),
+    }
+}
+
+async fn run_exporter(cli: &Cli) -> ExitCode {
+    let config = match config::load(&cli.overrides(), std::env::vars()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zk-election-exporter: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match http::bind(config.web.listen_address).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("zk-election-exporter: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut clusters: Vec<SharedCluster> = Vec::new();
+    let mut tasks = Vec::new();
+    for cluster in config.clusters {
+        let state = Arc::new(RwLock::new(ClusterState {
+            name: cluster.name.clone(),
+            session: Default::default(),
+            trees: cluster
+                .elections
+                .iter()
+                .map(|e| ElectionTree::new(e.pattern.clone(), e.identity.clone()))
+                .collect(),
+        }));
+        clusters.push(state.clone());
+        tasks.push(tokio::spawn(zk::session::run_cluster(
+            cluster,
+            state,
+            stop_rx.clone(),
+        )));
+    }
+    let app = http::AppState {
+        registry: Arc::new(metrics::registry(clusters.clone())),
+        clusters,
+    };
+    info!(address = %config.web.listen_address, "serving /metrics");
+    let mut http_stop = stop_rx.clone();
+    let server = tokio::spawn(http::serve(listener, app, async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
+    shutdown_signal().await;
+    info!("shutting down");
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    match server.await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            error!("HTTP server failed: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            error!("HTTP server task failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

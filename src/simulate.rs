@@ -1,0 +1,241 @@
+//! `simulate`: real ZooKeeper sessions competing in elections, with masters
+//! killed at a steady rate. The demo and the benchmarks use it.
+//!
+//! Candidates are spread over a pool of sessions, each standing for one
+//! process: candidate `j` of election `i` lives in session `(i*M + j) % K`.
+//! Killing a master kills its whole session, by closing it (nodes vanish at
+//! once) or abandoning it (nodes stay until the session expires); the session
+//! then comes back as a new process and rejoins its elections at the back.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::future::join_all;
+use zookeeper_client::{Acls, Client, CreateMode, Error};
+
+use crate::cli::SimulateArgs;
+
+/// Default cap on simulated sessions: ZooKeeper's `maxClientCnxns` is 60
+/// connections per client address by default.
+const MAX_DEFAULT_SESSIONS: usize = 50;
+/// Creates issued concurrently per session.
+const CREATE_CHUNK: usize = 500;
+
+/// Tiny xorshift generator: the simulator needs no cryptographic randomness
+/// and this keeps a dependency out.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Self {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0x9e37_79b9, |d| d.as_nanos() as u64);
+        Self(seed | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() % 10_000) as f64 / 10_000.0 < p
+    }
+}
+
+struct Sim {
+    args: SimulateArgs,
+    sessions: usize,
+    /// Live client and generation per session slot.
+    clients: Vec<Option<(Client, bool)>>,
+    generation: Vec<u32>,
+    /// Per election: sequence -> session slot of its live candidates.
+    owners: Vec<BTreeMap<i64, usize>>,
+    rng: Rng,
+}
+
+fn election_path(base: &str, i: usize) -> String {
+    format!("{}/bot_{i:05}", base.trim_end_matches('/'))
+}
+
+async fn connect(zk: &str, timeout: Duration, detached: bool) -> Result<Client, Error> {
+    let mut c = Client::connector().with_session_timeout(timeout);
+    if detached {
+        c = c.with_detached();
+    }
+    c.connect(zk).await
+}
+
+impl Sim {
+    /// Candidates (election, slot-in-election) assigned to session `k`.
+    fn assigned(&self, k: usize) -> Vec<usize> {
+        let m = self.args.candidates;
+        (0..self.args.elections * m)
+            .filter(|c| c % self.sessions == k)
+            .map(|c| c / m)
+            .collect()
+    }
+
+    /// Starts session `k` and creates its candidates.
+    async fn start_session(&mut self, k: usize) -> Result<(), Error> {
+        let detached = self.rng.chance(self.args.abandon_ratio);
+        let client = connect(&self.args.zk, self.args.session_timeout, detached).await?;
+        self.generation[k] += 1;
+        let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
+        let elections = self.assigned(k);
+        let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        for chunk in elections.chunks(CREATE_CHUNK) {
+            let paths: Vec<String> = chunk
+                .iter()
+                .map(|i| format!("{}/instance_", election_path(&self.args.path, *i)))
+                .collect();
+            let results = join_all(
+                paths
+                    .iter()
+                    .map(|p| client.create(p, identity.as_bytes(), &options)),
+            )
+            .await;
+            for (i, r) in chunk.iter().zip(results) {
+                let (_, seq) = r?;
+                self.owners[*i].insert(seq.into_i64(), k);
+            }
+        }
+        self.clients[k] = Some((client, detached));
+        Ok(())
+    }
+
+    /// Kills the session that is master of a random election.
+    fn kill_random_master(&mut self) -> Option<(usize, bool)> {
+        let i = self.rng.below(self.args.elections);
+        let (_, k) = self.owners[i].first_key_value()?;
+        let k = *k;
+        let (client, detached) = self.clients[k].take()?;
+        // Dropping a detached client abandons its session (nodes live until
+        // expiry); dropping a normal one closes it (nodes vanish at once).
+        drop(client);
+        for owners in &mut self.owners {
+            owners.retain(|_, owner| *owner != k);
+        }
+        Some((k, detached))
+    }
+}
+
+/// Runs the simulation; returns the process exit code.
+pub async fn run(args: SimulateArgs) -> ExitCode {
+    if args.elections == 0 || args.candidates == 0 {
+        eprintln!("simulate: --elections and --candidates must be at least 1");
+        return ExitCode::from(2);
+    }
+    if !(0.0..=1.0).contains(&args.abandon_ratio)
+        || args.kill_rate < 0.0
+        || !args.kill_rate.is_finite()
+    {
+        eprintln!("simulate: --abandon-ratio must be within 0..1 and --kill-rate >= 0");
+        return ExitCode::from(2);
+    }
+    match simulate(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("simulate: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn simulate(args: SimulateArgs) -> Result<(), String> {
+    let admin = connect(&args.zk, Duration::from_secs(10), false)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", args.zk))?;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    admin
+        .mkdir(&args.path, &persistent)
+        .await
+        .or_else(|e| {
+            if e == Error::NodeExists {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| format!("cannot create {}: {e}", args.path))?;
+    let paths: Vec<String> = (0..args.elections)
+        .map(|i| election_path(&args.path, i))
+        .collect();
+    for chunk in paths.chunks(CREATE_CHUNK) {
+        for r in join_all(chunk.iter().map(|p| admin.create(p, b"", &persistent))).await {
+            match r {
+                Ok(_) | Err(Error::NodeExists) => {}
+                Err(e) => return Err(format!("cannot create elections under {}: {e}", args.path)),
+            }
+        }
+    }
+    let sessions = args
+        .sessions
+        .unwrap_or((args.elections * args.candidates).min(MAX_DEFAULT_SESSIONS))
+        .max(1);
+    let mut sim = Sim {
+        sessions,
+        clients: (0..sessions).map(|_| None).collect(),
+        generation: vec![0; sessions],
+        owners: vec![BTreeMap::new(); args.elections],
+        rng: Rng::seeded(),
+        args: args.clone(),
+    };
+    let started = Instant::now();
+    for k in 0..sessions {
+        sim.start_session(k)
+            .await
+            .map_err(|e| format!("cannot start simulated session {k}: {e}"))?;
+    }
+    eprintln!(
+        "simulate: {} elections x {} candidates over {sessions} sessions under {} ready in {:.1?}",
+        args.elections,
+        args.candidates,
+        args.path,
+        started.elapsed()
+    );
+    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    let mut kills = tokio::time::interval(if args.kill_rate > 0.0 {
+        Duration::from_secs_f64(1.0 / args.kill_rate)
+    } else {
+        Duration::from_secs(3600 * 24)
+    });
+    kills.tick().await;
+    let mut revive: HashMap<usize, tokio::time::Instant> = HashMap::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let (mut closed, mut abandoned) = (0u64, 0u64);
+    let mut report = tokio::time::interval(Duration::from_secs(10));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            _ = &mut ctrl_c => break,
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
+            _ = kills.tick(), if args.kill_rate > 0.0 => {
+                if let Some((k, detached)) = sim.kill_random_master() {
+                    if detached { abandoned += 1 } else { closed += 1 }
+                    revive.insert(k, tokio::time::Instant::now() + Duration::from_millis(500));
+                }
+            }
+            _ = tick.tick() => {
+                let due: Vec<usize> = revive.iter().filter(|(_, t)| **t <= tokio::time::Instant::now()).map(|(k, _)| *k).collect();
+                for k in due {
+                    revive.remove(&k);
+                    if let Err(e) = sim.start_session(k).await {
+                        eprintln!("simulate: restarting session {k} failed ({e}); retrying");
+                        revive.insert(k, tokio::time::Instant::now() + Duration::from_secs(1));
+                    }
+                }
+            }
+            _ = report.tick() => {
+                eprintln!("simulate: masters killed so far: {closed} closed, {abandoned} abandoned");
+            }
+        }
+    }
+    eprintln!("simulate: stopping ({closed} closed, {abandoned} abandoned kills)");
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! ZooKeeper sources: session lifecycle and tree watching. All ZooKeeper I/O
+//! of the agent happens in this module.
+
+pub mod session;
+pub mod watch;

@@ -1,0 +1,388 @@
+//! Session lifecycle of one cluster: connect, watch and list every tree,
+//! follow events, resync after a reconnect, rebuild after expiry.
+//!
+//! `zookeeper-client` 0.11 does not re-register persistent watches after a
+//! reconnect (its `resend_watches` never selects SetWatches2), so on every
+//! `SyncConnected` that follows a disconnect each watch is dropped, placed
+//! again and its tree re-listed; events during the outage are lost anyway and
+//! the listing counts them once. `Expired`, `AuthFailed` and `Closed` are
+//! final for a client: a new one is built with capped exponential backoff.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, info, warn};
+use zookeeper_client::{Client, SessionState as ZkState};
+
+use super::watch::{
+    MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
+};
+use crate::config::ClusterConfig;
+use crate::model::SharedCluster;
+use crate::model::election::Now;
+use crate::model::session::SessionState;
+use crate::model::tree::TreePattern;
+
+const BACKOFF_START: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How soon a tree whose listing failed (no rights, connection loss) is retried.
+const SYNC_RETRY: Duration = Duration::from_secs(5);
+
+/// Why a client's life ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Expired,
+    AuthFailed,
+    Closed,
+    Shutdown,
+}
+
+/// Capped exponential backoff with a little jitter so several agents do not
+/// reconnect in lockstep.
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    fn new() -> Self {
+        Self {
+            next: BACKOFF_START,
+        }
+    }
+    fn reset(&mut self) {
+        self.next = BACKOFF_START;
+    }
+    fn next_delay(&mut self) -> Duration {
+        let jitter = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() % 100);
+        let delay = self.next + self.next * jitter as u32 / 1000;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        delay
+    }
+}
+
+fn set_state(state: &SharedCluster, s: SessionState, error: Option<String>) {
+    let mut g = state.write().unwrap_or_else(|p| p.into_inner());
+    g.session.state = s;
+    if error.is_some() || matches!(s, SessionState::Connected | SessionState::ReadOnly) {
+        g.session.last_error = error;
+    }
+}
+
+/// Explains a connect failure in operator terms.
+fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) -> String {
+    let servers = cfg.servers.join(",");
+    match e {
+        zookeeper_client::Error::NoHosts => {
+            format!(
+                "no ZooKeeper server of [{servers}] accepted a session (refused or unreachable)"
+            )
+        }
+        zookeeper_client::Error::Timeout => {
+            format!("no session established with [{servers}] within the session timeout")
+        }
+        zookeeper_client::Error::AuthFailed => format!(
+            "authentication to [{servers}] failed with the digest credentials from {}",
+            cfg.auth.as_ref().map_or("(none)", |a| a.origin.as_str())
+        ),
+        other => format!("cannot connect to [{servers}]: {other}"),
+    }
+}
+
+/// Explains a tree sync failure, with what to do about it.
+fn describe_sync_error(
+    cfg: &ClusterConfig,
+    pattern: &TreePattern,
+    e: &zookeeper_client::Error,
+) -> String {
+    match e {
+        zookeeper_client::Error::NoAuth => format!(
+            "not authorized to read {} (ACL); {}",
+            pattern.root(),
+            match &cfg.auth {
+                Some(a) => format!("check the digest credentials from {}", a.origin),
+                None => "configure `auth` for this cluster".to_owned(),
+            }
+        ),
+        zookeeper_client::Error::Unimplemented => format!(
+            "the server does not support persistent recursive watches on {} (needs ZooKeeper 3.6 or newer)",
+            pattern.root()
+        ),
+        other => format!("cannot watch and list {}: {other}", pattern.root()),
+    }
+}
+
+async fn connect(cfg: &ClusterConfig) -> Result<Client, zookeeper_client::Error> {
+    let mut connector = Client::connector()
+        .with_session_timeout(cfg.session_timeout)
+        .with_connection_timeout(cfg.session_timeout.min(Duration::from_secs(5)))
+        .with_fail_eagerly();
+    if let Some(auth) = &cfg.auth {
+        connector = connector.with_auth("digest", auth.credentials.expose().as_bytes());
+    }
+    connector.connect(&cfg.connect_string()).await
+}
+
+/// Runs the cluster until `shutdown` flips to true. Never returns early on
+/// ZooKeeper trouble: every failure is recorded and retried.
+pub async fn run_cluster(
+    cfg: ClusterConfig,
+    state: SharedCluster,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut backoff = Backoff::new();
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        set_state(&state, SessionState::Connecting, None);
+        let connected = tokio::select! {
+            r = connect(&cfg) => r,
+            _ = shutdown.changed() => return,
+        };
+        let end = match connected {
+            Ok(client) => {
+                if let Some(since) = failing_since.take() {
+                    info!(cluster = %cfg.name, after = ?since.elapsed(), "connected to ZooKeeper again");
+                } else {
+                    info!(cluster = %cfg.name, servers = %cfg.connect_string(), "connected to ZooKeeper");
+                }
+                backoff.reset();
+                let end = Session::new(&cfg, client, state.clone())
+                    .run(&mut shutdown)
+                    .await;
+                if end == End::Shutdown {
+                    return;
+                }
+                end
+            }
+            Err(e) => {
+                let message = describe_connect_error(&cfg, &e);
+                if failing_since.is_none() {
+                    warn!(cluster = %cfg.name, "{message}; retrying with backoff");
+                    failing_since = Some(Instant::now());
+                } else {
+                    debug!(cluster = %cfg.name, "{message}");
+                }
+                let mut g = state.write().unwrap_or_else(|p| p.into_inner());
+                g.session.connect_failures += 1;
+                let s = if matches!(e, zookeeper_client::Error::AuthFailed) {
+                    SessionState::AuthFailed
+                } else {
+                    SessionState::Disconnected
+                };
+                g.session.state = s;
+                g.session.last_error = Some(message);
+                for tree in &mut g.trees {
+                    tree.mark_unsynced();
+                }
+                End::Closed
+            }
+        };
+        if end == End::Expired {
+            warn!(cluster = %cfg.name, "ZooKeeper session expired; building a new session");
+        }
+        let delay = backoff.next_delay();
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// One client's life.
+struct Session<'a> {
+    cfg: &'a ClusterConfig,
+    client: Client,
+    state: SharedCluster,
+    patterns: Vec<TreePattern>,
+    watches: Vec<Option<TreeWatch>>,
+    generation: u64,
+    tx: mpsc::UnboundedSender<TreeEvent>,
+    rx: mpsc::UnboundedReceiver<TreeEvent>,
+}
+
+impl<'a> Session<'a> {
+    fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let patterns: Vec<TreePattern> = cfg.elections.iter().map(|e| e.pattern.clone()).collect();
+        Self {
+            cfg,
+            watches: patterns.iter().map(|_| None).collect(),
+            patterns,
+            client,
+            state,
+            generation: 0,
+            tx,
+            rx,
+        }
+    }
+
+    async fn run(mut self, shutdown: &mut watch::Receiver<bool>) -> End {
+        let mut states = self.client.state_watcher();
+        {
+            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+            g.session.timeout = Some(self.client.session_timeout());
+            g.session.state = SessionState::Connected;
+            g.session.last_error = None;
+        }
+        self.sync_all().await;
+        let mut probe = tokio::time::interval(self.cfg.latency_probe_interval);
+        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut retry = tokio::time::interval(SYNC_RETRY);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        retry.reset();
+        let mut connected = true;
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => {
+                    set_state(&self.state, SessionState::Closed, None);
+                    return End::Shutdown;
+                }
+                s = states.changed() => match s {
+                    ZkState::Disconnected => {
+                        connected = false;
+                        warn!(cluster = %self.cfg.name, "disconnected from ZooKeeper; trees are stale until reconnect");
+                        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+                        g.session.state = SessionState::Disconnected;
+                        g.session.last_error = Some("session disconnected, reconnecting".into());
+                        for tree in &mut g.trees {
+                            tree.mark_unsynced();
+                        }
+                    }
+                    ZkState::SyncConnected | ZkState::ConnectedReadOnly => {
+                        let read_only = s == ZkState::ConnectedReadOnly;
+                        info!(cluster = %self.cfg.name, read_only, "reconnected to ZooKeeper; resyncing trees");
+                        {
+                            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+                            if !connected {
+                                g.session.reconnects += 1;
+                            }
+                            g.session.state = if read_only { SessionState::ReadOnly } else { SessionState::Connected };
+                            g.session.last_error = None;
+                        }
+                        connected = true;
+                        self.sync_all().await;
+                    }
+                    ZkState::Expired => {
+                        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+                        g.session.expirations += 1;
+                        g.session.state = SessionState::Expired;
+                        g.session.last_error = Some("session expired; building a new session".into());
+                        for tree in &mut g.trees {
+                            tree.mark_unsynced();
+                        }
+                        return End::Expired;
+                    }
+                    ZkState::AuthFailed => {
+                        set_state(&self.state, SessionState::AuthFailed, Some("authentication failed".into()));
+                        return End::AuthFailed;
+                    }
+                    ZkState::Closed => {
+                        set_state(&self.state, SessionState::Closed, Some("session closed".into()));
+                        return End::Closed;
+                    }
+                },
+                Some(first) = self.rx.recv() => {
+                    let mut batch = vec![first];
+                    while batch.len() < MAX_EVENTS_PER_BATCH {
+                        match self.rx.try_recv() {
+                            Ok(e) => batch.push(e),
+                            Err(_) => break,
+                        }
+                    }
+                    self.apply(batch).await;
+                }
+                _ = probe.tick(), if connected => {
+                    let started = Instant::now();
+                    if self.client.check_stat("/").await.is_ok() {
+                        observe(&self.state, "read", started.elapsed());
+                    }
+                }
+                _ = retry.tick(), if connected => {
+                    let failed: Vec<usize> = {
+                        let g = self.state.read().unwrap_or_else(|p| p.into_inner());
+                        (0..g.trees.len()).filter(|i| !g.trees[*i].synced()).collect()
+                    };
+                    for i in failed {
+                        self.sync_tree(i).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn apply(&mut self, batch: Vec<TreeEvent>) {
+        let current: Vec<TreeEvent> = batch
+            .into_iter()
+            .filter(|e| {
+                self.watches[e.tree]
+                    .as_ref()
+                    .is_some_and(|w| w.generation == e.generation)
+            })
+            .collect();
+        if current.is_empty() {
+            return;
+        }
+        let trees: Vec<usize> = {
+            let mut t: Vec<usize> = current.iter().map(|e| e.tree).collect();
+            t.dedup();
+            t
+        };
+        if let Err(e) = apply_events(&self.client, &self.patterns, current, &self.state).await {
+            // A read failed (connection loss mid-batch): the affected trees
+            // are re-listed rather than guessed.
+            debug!(cluster = %self.cfg.name, "reading changed nodes failed ({e}); resyncing");
+            for i in trees {
+                self.sync_tree(i).await;
+            }
+        }
+    }
+
+    async fn sync_all(&mut self) {
+        for i in 0..self.patterns.len() {
+            self.sync_tree(i).await;
+        }
+    }
+
+    /// Replaces the tree's watch and re-lists it.
+    async fn sync_tree(&mut self, i: usize) {
+        self.watches[i] = None;
+        self.generation += 1;
+        let pattern = self.patterns[i].clone();
+        let result = async {
+            let watch = start_watch(
+                &self.client,
+                i,
+                &pattern.root(),
+                self.generation,
+                self.tx.clone(),
+            )
+            .await?;
+            let listing = list_tree(&self.client, &pattern, &self.state).await?;
+            Ok::<_, zookeeper_client::Error>((watch, listing))
+        }
+        .await;
+        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let tree = &mut g.trees[i];
+        match result {
+            Ok((watch, listing)) => {
+                if tree.sync_error().is_some() {
+                    info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
+                }
+                tree.apply_listing(listing, Now::now());
+                self.watches[i] = Some(watch);
+            }
+            Err(e) => {
+                let message = describe_sync_error(self.cfg, &pattern, &e);
+                if tree.sync_error() != Some(message.as_str()) {
+                    warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
+                }
+                tree.sync_failed(message);
+            }
+        }
+    }
+}
