@@ -132,9 +132,15 @@ fn lossy_prefix(data: &[u8]) -> String {
     String::from_utf8_lossy(&data[..data.len().min(IDENTITY_SCAN_BYTES)]).into_owned()
 }
 
-/// Trims and cuts to [`MAX_IDENTITY_CHARS`] characters.
+/// Trims, replaces control characters (NUL, newline, escape sequences: they
+/// break legends and terminals downstream) with U+FFFD, and cuts to
+/// [`MAX_IDENTITY_CHARS`] characters.
 fn clean(s: &str) -> String {
-    s.trim().chars().take(MAX_IDENTITY_CHARS).collect()
+    s.trim()
+        .chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .take(MAX_IDENTITY_CHARS)
+        .collect()
 }
 
 #[cfg(test)]
@@ -181,6 +187,10 @@ mod tests {
         assert_eq!(data_mode.extract("c", b"  dev-1 \n"), "dev-1");
         assert_eq!(data_mode.extract("c_1", b"   "), "c_1");
         assert_eq!(data_mode.extract("c", &[0xff, b'a']), "\u{fffd}a");
+        assert_eq!(
+            data_mode.extract("c", b"a\nb\0c\x1b"),
+            "a\u{fffd}b\u{fffd}c\u{fffd}"
+        );
         assert_eq!(
             IdentityMode::parse("node").unwrap().extract("c_1", b"x"),
             "c_1"

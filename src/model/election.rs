@@ -24,7 +24,7 @@ pub struct Now {
 
 impl Now {
     /// The current time; only sources and outputs call this, models never do.
-    pub fn now() -> Self {
+    pub fn current() -> Self {
         Self {
             mono: Instant::now(),
             wall: SystemTime::now(),

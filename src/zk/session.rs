@@ -57,7 +57,7 @@ impl Backoff {
         let jitter = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() % 100);
-        let delay = self.next + self.next * jitter as u32 / 1000;
+        let delay = self.next + self.next * jitter / 1000;
         self.next = (self.next * 2).min(BACKOFF_MAX);
         delay
     }
@@ -373,7 +373,7 @@ impl<'a> Session<'a> {
                 if tree.sync_error().is_some() {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
-                tree.apply_listing(listing, Now::now());
+                tree.apply_listing(listing, Now::current());
                 self.watches[i] = Some(watch);
             }
             Err(e) => {

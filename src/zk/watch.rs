@@ -262,7 +262,7 @@ pub async fn apply_events(
         }
     }
     let read = read_children(client, &to_read, state).await?;
-    let now = Now::now();
+    let now = Now::current();
     let mut guard = state.write().unwrap_or_else(|p| p.into_inner());
     for e in &events {
         let tree = &mut guard.trees[e.tree];

@@ -1,0 +1,590 @@
+//! Test harness: real ZooKeeper servers (Debian's package) on free loopback
+//! ports, a cuttable TCP proxy, the exporter binary, and helpers to read its
+//! metrics and wait with deadlines.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use zookeeper_client::{Acls, Client, CreateMode};
+
+/// Where Debian installs the ZooKeeper jar; its manifest pulls in the rest.
+const ZK_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar";
+const ZK_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+
+/// Short ticks make session expiry fast: sessions may be 400 ms .. 20 s.
+pub const TICK_MS: u64 = 200;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh directory under the target dir (kept after failures for logs).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A free loopback port (bound then released; good enough on a test box).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `check` every 50 ms until it returns `Ok`, or panics after `timeout`
+/// with the last error it returned.
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check() {
+            Ok(v) => return v,
+            Err(last) => {
+                if Instant::now() >= deadline {
+                    panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Async twin of [`wait_for`] for tests running inside tokio.
+pub async fn wait_for_async<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        // The checks do blocking HTTP on loopback; keep them off the reactor.
+        match tokio::task::block_in_place(&mut check) {
+            Ok(v) => return v,
+            Err(last) => {
+                if Instant::now() >= deadline {
+                    panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends a four-letter word and returns the reply.
+pub fn four_letter(port: u16, cmd: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(cmd.as_bytes())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+/// One ZooKeeper server process.
+pub struct ZkServer {
+    pub port: u16,
+    dir: PathBuf,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl ZkServer {
+    /// Starts a standalone server; `whitelist` is `4lw.commands.whitelist`.
+    pub fn start() -> Self {
+        let dir = temp_dir("zk");
+        let port = free_port();
+        let config = dir.join("zoo.cfg");
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "tickTime={TICK_MS}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+                 maxSessionTimeout=20000\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
+                 maxClientCnxns=0\n",
+                dir.join("data").display()
+            ),
+        )
+        .unwrap();
+        let mut server = Self {
+            port,
+            dir,
+            config,
+            child: None,
+        };
+        server.launch();
+        server
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .unwrap();
+        // A shell watchdog kills the JVM when the test process goes away, even
+        // when a panic or a shared static skips Drop.
+        let script = format!(
+            "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg} & \
+             zk=$!; trap 'kill -9 $zk 2>/dev/null; exit 0' TERM INT; \
+             while kill -0 {parent} 2>/dev/null && kill -0 $zk 2>/dev/null; do sleep 0.5; done; kill -9 $zk 2>/dev/null",
+            dir = self.dir.display(),
+            cfg = self.config.display(),
+            parent = std::process::id()
+        );
+        let child = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("bash and java must be installed");
+        self.child = Some(child);
+        let port = self.port;
+        let dir = self.dir.clone();
+        wait_for(
+            "ZooKeeper to serve",
+            Duration::from_secs(60),
+            || match four_letter(port, "srvr") {
+                Ok(r) if r.contains("Mode:") => Ok(()),
+                Ok(r) => Err(r),
+                Err(e) => Err(format!(
+                    "{e}; log tail: {}",
+                    std::fs::read_to_string(dir.join("server.log"))
+                        .unwrap_or_default()
+                        .lines()
+                        .rev()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )),
+            },
+        );
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (SIGTERM to the watchdog, which SIGKILLs the JVM)
+    /// and waits until the port is closed.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            let _ = child.wait();
+        }
+        let port = self.port;
+        wait_for(
+            "ZooKeeper to stop",
+            Duration::from_secs(20),
+            || match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(_) => Err("port still open".into()),
+                Err(_) => Ok(()),
+            },
+        );
+    }
+
+    /// Starts the stopped server again on the same port and data.
+    pub fn restart(&mut self) {
+        self.launch();
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One server shared by the tests of a test binary; tests isolate by path.
+pub fn shared_server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(ZkServer::start)
+}
+
+/// A unique path prefix for one test.
+pub fn unique_path(tag: &str) -> String {
+    format!(
+        "/t{}_{}_{tag}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A test client with a generous session timeout.
+pub async fn client(address: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(20))
+        .connect(address)
+        .await
+        .unwrap_or_else(|e| panic!("test client cannot connect to {address}: {e}"))
+}
+
+/// A client whose session is abandoned, not closed, when dropped (a crashed
+/// process): its ephemeral nodes live until the session expires.
+pub async fn abandonable_client(address: &str, timeout: Duration) -> Client {
+    Client::connector()
+        .with_session_timeout(timeout)
+        .with_detached()
+        .connect(address)
+        .await
+        .unwrap()
+}
+
+pub async fn mkdir(c: &Client, path: &str) {
+    c.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+        .await
+        .unwrap_or_else(|e| panic!("mkdir {path}: {e}"));
+}
+
+/// Creates an EPHEMERAL_SEQUENTIAL candidate `parent/prefix` with `data`;
+/// returns the node name.
+pub async fn candidate(c: &Client, parent: &str, prefix: &str, data: &[u8]) -> String {
+    let path = format!("{parent}/{prefix}");
+    let (_, seq) = c
+        .create(
+            &path,
+            data,
+            &CreateMode::EphemeralSequential.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create {path}: {e}"));
+    format!("{prefix}{seq}")
+}
+
+/// A TCP proxy in front of a server that can be cut (all connections closed,
+/// new ones refused) and restored: disconnects only the client behind it.
+pub struct Proxy {
+    pub port: u16,
+    blocked: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start(target: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let blocked = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let (b, c) = (blocked.clone(), conns.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if b.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                c.lock().unwrap().push(task);
+            }
+        });
+        Self {
+            port,
+            blocked,
+            conns,
+            accept,
+        }
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Closes every proxied connection and refuses new ones.
+    pub fn cut(&self) {
+        self.blocked.store(true, Ordering::SeqCst);
+        for task in self.conns.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    pub fn restore(&self) {
+        self.blocked.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// The exporter binary running with a generated config file.
+pub struct Exporter {
+    pub port: u16,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Exporter {
+    /// Starts the binary with `config` (TOML, without `[web]`) and waits for
+    /// its HTTP server.
+    pub fn start(config: &str) -> Self {
+        Self::start_with(config, &[], &[])
+    }
+
+    pub fn start_with(config: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = temp_dir("exporter");
+        let port = free_port();
+        let file = dir.join("config.toml");
+        std::fs::write(
+            &file,
+            format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{config}"),
+        )
+        .unwrap();
+        let log = dir.join("exporter.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+            .arg("--config")
+            .arg(&file)
+            .args(args)
+            .envs(env.iter().copied())
+            .env(
+                "ZK_EXPORTER_LOG",
+                "info,zk_election_exporter=debug,zookeeper_client=warn",
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let exporter = Self { port, child, log };
+        wait_for("exporter HTTP", Duration::from_secs(20), || {
+            http_get(port, "/healthz").map(|_| ())
+        });
+        exporter
+    }
+
+    pub fn metrics(&self) -> Result<Metrics, String> {
+        let (status, body) = http_get(self.port, "/metrics")?;
+        if status != 200 {
+            return Err(format!("/metrics answered {status}"));
+        }
+        Ok(Metrics::parse(&body))
+    }
+
+    pub fn raw_metrics(&self) -> String {
+        http_get(self.port, "/metrics").unwrap().1
+    }
+
+    pub fn ready(&self) -> (u16, String) {
+        http_get(self.port, "/ready").unwrap()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and returns the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "exporter ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Minimal HTTP/1.1 GET on loopback; returns status and body.
+pub fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    http_get_with(port, path, &[])
+}
+
+pub fn http_get_with(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP header end")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or("no status")?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Labels of one series.
+pub type Labels = BTreeMap<String, String>;
+
+/// Samples of one scrape: `name` -> list of (labels, value).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub samples: BTreeMap<String, Vec<(Labels, f64)>>,
+}
+
+impl Metrics {
+    /// Parses the Prometheus text format, unescaping label values.
+    pub fn parse(text: &str) -> Self {
+        let mut samples: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for line in text.lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let (name, labels, rest) = match line.find('{') {
+                Some(i) => {
+                    let (labels, rest) = parse_labels(&line[i + 1..]);
+                    (&line[..i], labels, rest)
+                }
+                None => {
+                    let (name, rest) = line.split_once(' ').unwrap();
+                    (name, BTreeMap::new(), rest)
+                }
+            };
+            let value: f64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+            samples
+                .entry(name.to_owned())
+                .or_default()
+                .push((labels, value));
+        }
+        Self { samples }
+    }
+
+    /// The value of the one series of `name` whose labels include `labels`.
+    pub fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let matching: Vec<f64> = self
+            .series(name, labels)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        match matching.as_slice() {
+            [v] => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// All series of `name` whose labels include `labels`.
+    pub fn series(
+        &self,
+        name: &str,
+        labels: &[(&str, &str)],
+    ) -> Vec<(BTreeMap<String, String>, f64)> {
+        self.samples
+            .get(name)
+            .map(|all| {
+                all.iter()
+                    .filter(|(l, _)| {
+                        labels
+                            .iter()
+                            .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Parses `k="v",k2="v2"} rest` into labels and the rest after `}`.
+fn parse_labels(s: &str) -> (BTreeMap<String, String>, &str) {
+    let mut labels = BTreeMap::new();
+    let mut chars = s.char_indices().peekable();
+    loop {
+        while let Some((_, ' ' | ',')) = chars.peek() {
+            chars.next();
+        }
+        let Some((start, c)) = chars.next() else {
+            break;
+        };
+        if c == '}' {
+            return (labels, &s[start + 1..]);
+        }
+        let mut key = String::from(c);
+        for (_, c) in chars.by_ref() {
+            if c == '=' {
+                break;
+            }
+            key.push(c);
+        }
+        assert_eq!(chars.next().map(|c| c.1), Some('"'));
+        let mut value = String::new();
+        while let Some((_, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next().map(|c| c.1) {
+                    Some('n') => value.push('\n'),
+                    Some(other) => value.push(other),
+                    None => break,
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        labels.insert(key, value);
+    }
+    (labels, "")
+}
+
+/// The config snippet of one cluster with one election glob.
+pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
+    format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\nsession_timeout = \"4s\"\n\
+         latency_probe_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n"
+    )
+}
