@@ -230,14 +230,41 @@ pub fn load(
         .config_file
         .as_ref()
         .map_or("environment".to_owned(), |p| p.display().to_string());
-    let built = builder
-        .build()
-        .map_err(|e| ConfigError::new("", format!("cannot read configuration: {e}")))?;
-    let mut raw: RawConfig = built
-        .try_deserialize()
-        .map_err(|e| ConfigError::new("", format!("invalid configuration in {source}: {e}")))?;
+    let built = builder.build().map_err(|e| {
+        ConfigError::new(
+            "",
+            format!("invalid configuration: {}", one_line(&e.to_string())),
+        )
+    })?;
+    let mut raw: RawConfig = built.try_deserialize().map_err(|e| {
+        ConfigError::new(
+            "",
+            format!(
+                "invalid configuration in {source}: {}",
+                one_line(&e.to_string())
+            ),
+        )
+    })?;
     apply_quick_start(&mut raw, overrides)?;
     validate(raw)
+}
+
+/// Folds a multi-line parser message (TOML errors draw the offending line
+/// with a caret) into one line: the position, the reason, the file.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with('|')
+                && !l
+                    .split_once(" |")
+                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace(": in ", " in ")
 }
 
 fn check_readable(path: &Path) -> Result<(), ConfigError> {

@@ -355,23 +355,32 @@ impl Exporter {
             format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{config}"),
         )
         .unwrap();
-        let log = dir.join("exporter.log");
+        let mut all = vec!["--config".to_owned(), file.display().to_string()];
+        all.extend(args.iter().map(|a| a.to_string()));
+        Self::spawn(&all, env, port)
+    }
+
+    /// Runs the binary with exactly these arguments and waits until it
+    /// answers on `port`.
+    pub fn spawn(args: &[String], env: &[(&str, &str)], port: u16) -> Self {
+        let log = temp_dir("exporter-log").join("exporter.log");
         let child = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-            .arg("--config")
-            .arg(&file)
             .args(args)
-            .envs(env.iter().copied())
             .env(
                 "ZK_EXPORTER_LOG",
                 "info,zk_election_exporter=debug,zookeeper_client=warn",
             )
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let exporter = Self { port, child, log };
+        let mut exporter = Self { port, child, log };
         wait_for("exporter HTTP", Duration::from_secs(20), || {
+            if let Some(status) = exporter.child.try_wait().unwrap() {
+                panic!("exporter exited with {status}: {}", exporter.log());
+            }
             http_get(port, "/healthz").map(|_| ())
         });
         exporter

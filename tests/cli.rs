@@ -1,0 +1,227 @@
+//! The binary as a user runs it: configuration errors, quick-start flags,
+//! environment overrides, and the `simulate` load generator.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-election-exporter");
+
+/// Runs the binary on a config file; returns exit code and stderr.
+fn run_with_config(toml: &str) -> (Option<i32>, String) {
+    let dir = temp_dir("cli");
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&file)
+        .env_remove("ZK_EXPORTER_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn invalid_configuration_exits_2_with_one_line_naming_the_key() {
+    let ok = "[[clusters]]\nservers = [\"127.0.0.1:1\"]\n";
+    let cases = [
+        (
+            "[[clusters]]\nservers = [\"a:1\"]\nsesion_timeout = \"1s\"\n",
+            "unknown field `sesion_timeout`",
+        ),
+        (
+            &format!("{ok}session_timeout = \"ten seconds\"\n"),
+            "clusters[0].session_timeout",
+        ),
+        (
+            "[[clusters]]\nservers = []\n",
+            "clusters[0].servers: is empty",
+        ),
+        (
+            &format!("{ok}[[clusters.elections]]\npath = \"/bots/**\"\n"),
+            "clusters[0].elections[0].path",
+        ),
+        (
+            &format!("{ok}[[clusters.elections]]\npath = \"/b/*\"\nidentity = \"regex:([a-z\"\n"),
+            "clusters[0].elections[0].identity: invalid regex",
+        ),
+        (
+            &format!("{ok}auth = {{ credentials_file = \"/nonexistent/secret\" }}\n"),
+            "clusters[0].auth.credentials_file: cannot read /nonexistent/secret",
+        ),
+        (
+            "[web]\nlisten_address = \"localhost\"\n",
+            "web.listen_address",
+        ),
+        ("", "clusters: no ZooKeeper cluster configured"),
+        ("[[clusters]\n", "invalid"),
+    ];
+    for (toml, expected) in cases {
+        let (code, stderr) = run_with_config(toml);
+        assert_eq!(code, Some(2), "exit code for {toml:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{toml:?} should say {expected:?}, said {stderr:?}"
+        );
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr:?}");
+    }
+}
+
+#[test]
+fn secrets_never_appear_in_errors() {
+    let (code, stderr) = run_with_config(
+        "[[clusters]]\nservers = [\"a:1\"]\nauth = { credentials = \"hunter2-no-colon\" }\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("user:password"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+#[test]
+fn a_missing_config_file_is_a_config_error() {
+    let out = Command::new(BIN)
+        .args(["--config", "/nonexistent/zk.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/zk.toml"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_start_flags_watch_an_election_without_a_file() {
+    let zk = shared_server();
+    let base = unique_path("quick");
+    let election = format!("{base}/bot_1");
+    let c = client(&zk.address()).await;
+    mkdir(&c, &election).await;
+    let node = candidate(&c, &election, "instance_", b"phone-1").await;
+    let port = free_port();
+    let args: Vec<String> = [
+        "--zk",
+        &zk.address(),
+        "--election",
+        &format!("{base}/*"),
+        "--web.listen-address",
+        &format!("127.0.0.1:{port}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let exporter = Exporter::spawn(&args, &[], port);
+    let labels = [
+        ("cluster", "default"),
+        ("election", &*election),
+        ("node", &*node),
+        ("identity", "phone-1"),
+    ];
+    wait_for_async("master via quick start", Duration::from_secs(30), || {
+        let m = exporter.metrics()?;
+        m.get("zookeeper_election_master", &labels)
+            .ok_or(format!("{:?}", m.samples.get("zookeeper_election_master")))
+    })
+    .await;
+    let page = http_get(port, "/").unwrap().1;
+    assert!(page.contains("/metrics") && page.contains("/ready"));
+    let build = exporter.metrics().unwrap();
+    assert_eq!(
+        build.get(
+            "zookeeper_exporter_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn flags_win_over_environment_which_wins_over_the_file() {
+    let closed = format!("127.0.0.1:{}", free_port());
+    let (file_port, env_port, flag_port) = (free_port(), free_port(), free_port());
+    let dir = temp_dir("precedence");
+    let file = dir.join("c.toml");
+    std::fs::write(
+        &file,
+        format!("[web]\nlisten_address = \"127.0.0.1:{file_port}\"\n[[clusters]]\nservers = [\"{closed}\"]\n"),
+    )
+    .unwrap();
+    let env_addr = format!("127.0.0.1:{env_port}");
+    let env = [("ZK_EXPORTER_WEB__LISTEN_ADDRESS", env_addr.as_str())];
+    let base = vec!["--config".to_owned(), file.display().to_string()];
+
+    let from_env = Exporter::spawn(&base, &env, env_port);
+    assert!(
+        http_get(file_port, "/healthz").is_err(),
+        "environment beats the file"
+    );
+    drop(from_env);
+
+    let mut with_flag = base.clone();
+    with_flag.extend([
+        "--web.listen-address".to_owned(),
+        format!("127.0.0.1:{flag_port}"),
+    ]);
+    let from_flag = Exporter::spawn(&with_flag, &env, flag_port);
+    assert!(
+        http_get(env_port, "/healthz").is_err(),
+        "the flag beats the environment"
+    );
+    drop(from_flag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_runs_real_elections_and_kills_masters() {
+    let zk = shared_server();
+    let base = unique_path("simulate");
+    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+    let status = Command::new(BIN)
+        .args(["simulate", "--zk", &zk.address(), "--path", &base])
+        .args([
+            "--elections",
+            "4",
+            "--candidates",
+            "3",
+            "--kill-rate",
+            "4",
+            "--duration",
+            "3s",
+        ])
+        .args(["--abandon-ratio", "0", "--session-timeout", "2s"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let m = wait_for_async("switches from simulate", Duration::from_secs(30), || {
+        let m = exporter.metrics()?;
+        let switches: f64 = m
+            .series("zookeeper_election_master_changes_total", &[])
+            .iter()
+            .map(|(_, v)| v)
+            .sum();
+        let elections = m.series("zookeeper_election_candidates", &[]).len();
+        if switches >= 1.0 && elections == 4 {
+            Ok(m)
+        } else {
+            Err(format!("{switches} switches, {elections} elections"))
+        }
+    })
+    .await;
+    let identity = m
+        .series("zookeeper_election_master", &[])
+        .iter()
+        .filter_map(|(l, _)| l.get("identity").cloned())
+        .next();
+    assert!(identity.is_some_and(|i| i.starts_with("sim-process-")));
+}
+
+#[test]
+fn simulate_rejects_nonsense() {
+    let out = Command::new(BIN)
+        .args(["simulate", "--zk", "127.0.0.1:1", "--elections", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
