@@ -1,0 +1,163 @@
+//! Benchmarks against a real ZooKeeper (started like the tests start it):
+//! (a) switch-to-scrape latency next to a plain client watch,
+//! (b) initial sync time and RSS for 10,000 elections x 3 candidates,
+//! (c) /metrics over HTTP at that size.
+//! Run: cargo bench --bench zookeeper   (needs Debian's `zookeeper` package)
+
+#[path = "../tests/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn master_is(exporter_port: u16, election: &str, node: &str) -> bool {
+    http_get(exporter_port, "/metrics").is_ok_and(|(_, body)| {
+        body.lines().any(|l| {
+            l.starts_with("zookeeper_election_master{")
+                && l.contains(&format!("election=\"{election}\""))
+                && l.contains(&format!("node=\"{node}\""))
+        })
+    })
+}
+
+async fn switch_latency(zk: &ZkServer) {
+    let base = unique_path("bench_switch");
+    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+    let admin = client(&zk.address()).await;
+    let watcher = client(&zk.address()).await;
+    let (mut plain, mut scrape) = (Vec::new(), Vec::new());
+    for round in 0..40 {
+        let election = format!("{base}/e{round}");
+        mkdir(&admin, &election).await;
+        let master = candidate(&admin, &election, "n_", b"m").await;
+        let standby = candidate(&admin, &election, "n_", b"s").await;
+        let port = exporter.port;
+        let (e, m) = (election.clone(), master.clone());
+        wait_for("master visible", Duration::from_secs(20), || {
+            if master_is(port, &e, &m) { Ok(()) } else { Err("not yet".into()) }
+        });
+        let path = format!("{election}/{master}");
+        let (_, watch) = watcher.check_and_watch_stat(&path).await.unwrap();
+        let t0 = Instant::now();
+        let plain_task = tokio::spawn(async move {
+            watch.changed().await;
+            t0.elapsed()
+        });
+        admin.delete(&path, None).await.unwrap();
+        let scrape_task = tokio::task::spawn_blocking(move || {
+            while !master_is(port, &election, &standby) {}
+            t0.elapsed()
+        });
+        plain.push(plain_task.await.unwrap());
+        scrape.push(scrape_task.await.unwrap());
+    }
+    plain.sort();
+    scrape.sort();
+    println!(
+        "(a) switch seen by a plain watch: median {:.2?} p90 {:.2?}; on /metrics: median {:.2?} p90 {:.2?}; ratio of medians {:.2}",
+        percentile(&plain, 0.5),
+        percentile(&plain, 0.9),
+        percentile(&scrape, 0.5),
+        percentile(&scrape, 0.9),
+        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64()
+    );
+}
+
+/// GET /metrics as raw bytes: the client does no decoding, so the time is
+/// the exporter's (render + write) plus loopback transfer.
+fn get_raw(port: u16) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut buf = Vec::with_capacity(16 << 20);
+    s.read_to_end(&mut buf).unwrap();
+    buf
+}
+
+fn large_tree(zk: &ZkServer) {
+    let base = unique_path("bench_large");
+    let log = temp_dir("bench-sim").join("simulate.log");
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .args(["simulate", "--zk", &zk.address(), "--path", &base])
+        .args(["--elections", "10000", "--candidates", "3", "--sessions", "30"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("simulate to create 30,000 candidates", Duration::from_secs(300), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("ready in") { Ok(()) } else { Err(text) }
+    });
+    let dir = temp_dir("bench-exporter");
+    let port = free_port();
+    let config = format!(
+        "[web]\nlisten_address = \"127.0.0.1:{port}\"\n{}",
+        cluster_config(&zk.address(), &format!("{base}/*"), "")
+    );
+    std::fs::write(dir.join("c.toml"), config).unwrap();
+    let started = Instant::now();
+    let mut exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .arg("--config")
+        .arg(dir.join("c.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("exporter ready", Duration::from_secs(120), || match http_get(port, "/ready") {
+        Ok((200, _)) => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let sync = started.elapsed();
+    let rss_synced = rss_kib(exporter.id(), "VmRSS:");
+    let body = http_get(port, "/metrics").unwrap().1;
+    let nodes = body.lines().find(|l| l.starts_with("zookeeper_tree_nodes{")).unwrap_or("?").to_owned();
+    let mut scrapes = Vec::new();
+    let mut series = 0;
+    for _ in 0..21 {
+        let t = Instant::now();
+        let raw = get_raw(port);
+        scrapes.push(t.elapsed());
+        series = raw.split(|b| *b == b'\n').filter(|l| l.first().is_some_and(|c| *c == b'z')).count();
+    }
+    scrapes.sort();
+    println!(
+        "(b) 10,000 elections x 3 candidates ({nodes}): process start to /ready 200 in {sync:.2?}; RSS {:.1} MiB after sync, {:.1} MiB after 21 scrapes, peak {:.1} MiB",
+        rss_synced as f64 / 1024.0,
+        rss_kib(exporter.id(), "VmRSS:") as f64 / 1024.0,
+        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0
+    );
+    println!(
+        "(c) GET /metrics with {series} series: median {:.1?}, min {:.1?}, max {:.1?} (request to last byte over loopback)",
+        percentile(&scrapes, 0.5),
+        scrapes[0],
+        scrapes[scrapes.len() - 1]
+    );
+    let _ = exporter.kill();
+    let _ = sim.kill();
+    let _ = exporter.wait();
+    let _ = sim.wait();
+}
+
+fn main() {
+    let zk = ZkServer::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(switch_latency(&zk));
+    large_tree(&zk);
+}
