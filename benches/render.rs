@@ -14,7 +14,10 @@ use zk_election_exporter::model::tree::{ChildNode, ElectionTree, TreePattern};
 fn main() {
     let elections = 10_000;
     let candidates = 3;
-    let mut tree = ElectionTree::new(TreePattern::parse("/wechat/bots/*").unwrap(), IdentityMode::Data);
+    let mut tree = ElectionTree::new(
+        TreePattern::parse("/wechat/bots/*").unwrap(),
+        IdentityMode::Data,
+    );
     let listing = (0..elections)
         .map(|i| {
             let children = (0..candidates)
@@ -42,12 +45,19 @@ fn main() {
             let start = Instant::now();
             let out = metrics::render(&registry, openmetrics).unwrap();
             times.push(start.elapsed());
-            size = (out.len(), out.lines().filter(|l| !l.starts_with('#')).count());
+            size = (
+                out.len(),
+                out.lines().filter(|l| !l.starts_with('#')).count(),
+            );
         }
         times.sort();
         println!(
             "render {}: {} series, {:.1} MiB, median {:.1?}, min {:.1?}, max {:.1?}",
-            if openmetrics { "openmetrics" } else { "text 0.0.4" },
+            if openmetrics {
+                "openmetrics"
+            } else {
+                "text 0.0.4"
+            },
             size.1,
             size.0 as f64 / (1 << 20) as f64,
             times[times.len() / 2],

@@ -51,7 +51,11 @@ async fn switch_latency(zk: &ZkServer) {
         let port = exporter.port;
         let (e, m) = (election.clone(), master.clone());
         wait_for("master visible", Duration::from_secs(20), || {
-            if master_is(port, &e, &m) { Ok(()) } else { Err("not yet".into()) }
+            if master_is(port, &e, &m) {
+                Ok(())
+            } else {
+                Err("not yet".into())
+            }
         });
         let path = format!("{election}/{master}");
         let (_, watch) = watcher.check_and_watch_stat(&path).await.unwrap();
@@ -85,7 +89,8 @@ async fn switch_latency(zk: &ZkServer) {
 fn get_raw(port: u16) -> Vec<u8> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
     let mut buf = Vec::with_capacity(16 << 20);
     s.read_to_end(&mut buf).unwrap();
     buf
@@ -96,15 +101,30 @@ fn large_tree(zk: &ZkServer) {
     let log = temp_dir("bench-sim").join("simulate.log");
     let mut sim = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
         .args(["simulate", "--zk", &zk.address(), "--path", &base])
-        .args(["--elections", "10000", "--candidates", "3", "--sessions", "30"])
+        .args([
+            "--elections",
+            "10000",
+            "--candidates",
+            "3",
+            "--sessions",
+            "30",
+        ])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    wait_for("simulate to create 30,000 candidates", Duration::from_secs(300), || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("ready in") { Ok(()) } else { Err(text) }
-    });
+    wait_for(
+        "simulate to create 30,000 candidates",
+        Duration::from_secs(300),
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("ready in") {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    );
     let dir = temp_dir("bench-exporter");
     let port = free_port();
     let config = format!(
@@ -120,21 +140,32 @@ fn large_tree(zk: &ZkServer) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("exporter ready", Duration::from_secs(120), || match http_get(port, "/ready") {
-        Ok((200, _)) => Ok(()),
-        other => Err(format!("{other:?}")),
-    });
+    wait_for(
+        "exporter ready",
+        Duration::from_secs(120),
+        || match http_get(port, "/ready") {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
     let sync = started.elapsed();
     let rss_synced = rss_kib(exporter.id(), "VmRSS:");
     let body = http_get(port, "/metrics").unwrap().1;
-    let nodes = body.lines().find(|l| l.starts_with("zookeeper_tree_nodes{")).unwrap_or("?").to_owned();
+    let nodes = body
+        .lines()
+        .find(|l| l.starts_with("zookeeper_tree_nodes{"))
+        .unwrap_or("?")
+        .to_owned();
     let mut scrapes = Vec::new();
     let mut series = 0;
     for _ in 0..21 {
         let t = Instant::now();
         let raw = get_raw(port);
         scrapes.push(t.elapsed());
-        series = raw.split(|b| *b == b'\n').filter(|l| l.first().is_some_and(|c| *c == b'z')).count();
+        series = raw
+            .split(|b| *b == b'\n')
+            .filter(|l| l.first().is_some_and(|c| *c == b'z'))
+            .count();
     }
     scrapes.sort();
     println!(
@@ -157,7 +188,10 @@ fn large_tree(zk: &ZkServer) {
 
 fn main() {
     let zk = ZkServer::start();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(switch_latency(&zk));
     large_tree(&zk);
 }

@@ -680,6 +680,19 @@ path = "/locks/*"
     }
 
     #[test]
+    fn the_shipped_example_is_valid() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config.toml");
+        let o = Overrides {
+            config_file: Some(path.into()),
+            ..Default::default()
+        };
+        let c = load(&o, std::iter::empty()).unwrap();
+        assert_eq!(c.clusters.len(), 2);
+        assert_eq!(c.clusters[0].elections.len(), 2);
+        assert!(c.clusters[0].chroot.is_none());
+    }
+
+    #[test]
     fn bad_credentials_are_reported_without_the_secret() {
         let e = err("[[clusters]]\nservers=[\"a\"]\nauth={credentials=\"nocolonsecret\"}");
         assert!(e.contains("user:password"), "{e}");

@@ -1,0 +1,21 @@
+# Shared helpers for scripts/*.sh (sourced, not run).
+
+# Installs the given Debian packages when a probe says they are missing.
+# Usage: ensure_packages "probe command" package [package...]
+ensure_packages() {
+  local missing=()
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+  command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+  for tool in "$@"; do
+    case "$tool" in
+      promtool) command -v promtool >/dev/null 2>&1 || missing+=(prometheus) ;;
+      curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
+    esac
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing Debian packages: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
