@@ -5,7 +5,6 @@
 //! Run: cargo bench --bench zookeeper   (needs Debian's `zookeeper` package)
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::process::{Command, Stdio};
