@@ -291,11 +291,13 @@ async fn hostile_node_data_keeps_the_exposition_valid() {
     })
     .await;
     assert_eq!(
-        master_identity(&m, &format!("{base}/text")).as_deref(),
-        Some(nasty.trim())
+        master_identity(&m, &format!("{base}/text")),
+        Some(nasty.trim().replace('\n', "\u{fffd}")),
+        "quotes, backslashes and braces survive; control characters become U+FFFD"
     );
     let binary = master_identity(&m, &format!("{base}/binary")).unwrap();
     assert!(binary.chars().count() <= 128);
+    assert!(!binary.chars().any(char::is_control), "{binary:?}");
     assert_eq!(
         master_identity(&m, &format!("{base}/huge")).unwrap(),
         "x".repeat(128)
