@@ -9,4 +9,13 @@ ensure_packages promtool
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --locked
+# Doc tests are left out (the crate has none); benches run via cargo bench.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --locked --lib --bins --tests 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
