@@ -108,6 +108,7 @@ struct RawCluster {
     chroot: Option<String>,
     session_timeout: Option<String>,
     latency_probe_interval: Option<String>,
+    watch_mode: Option<String>,
     auth: Option<RawAuth>,
     #[serde(default)]
     elections: Vec<RawElection>,
@@ -154,8 +155,21 @@ pub struct ClusterConfig {
     pub session_timeout: Duration,
     /// How often the agent times a read of its own (session latency).
     pub latency_probe_interval: Duration,
+    pub watch_mode: WatchMode,
     pub auth: Option<DigestAuth>,
     pub elections: Vec<ElectionConfig>,
+}
+
+/// How trees are watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchMode {
+    /// Persistent recursive watches and multi-reads (3.6+), falling back to
+    /// one-shot watches when the server does not implement them.
+    Auto,
+    /// Persistent recursive watches and multi-reads only.
+    Persistent,
+    /// One-shot child watches and plain reads (works on 3.4 and 3.5).
+    Oneshot,
 }
 
 impl ClusterConfig {
@@ -418,6 +432,19 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             "must be at least 100ms",
         ));
     }
+    let watch_mode = match c.watch_mode.as_deref() {
+        None | Some("auto") => WatchMode::Auto,
+        Some("persistent") => WatchMode::Persistent,
+        Some("oneshot") => WatchMode::Oneshot,
+        Some(other) => {
+            return Err(ConfigError::new(
+                format!("{key}.watch_mode"),
+                format!(
+                    "`{other}` is not a watch mode; use \"auto\", \"persistent\" or \"oneshot\""
+                ),
+            ));
+        }
+    };
     let auth = c
         .auth
         .map(|a| validate_auth(&format!("{key}.auth"), a))
@@ -437,6 +464,7 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         chroot,
         session_timeout,
         latency_probe_interval,
+        watch_mode,
         auth,
         elections,
     })

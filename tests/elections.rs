@@ -417,3 +417,87 @@ async fn digest_auth_reads_protected_trees_and_wrong_credentials_are_explained()
     );
     assert!(!body.contains("wrong-password"));
 }
+
+/// The fallback for ZooKeeper 3.4/3.5 (one-shot child watches, plain reads),
+/// forced on this 3.8 server so its code path runs for real.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oneshot_watch_mode_follows_joins_switches_and_new_elections() {
+    let zk = shared_server();
+    let base = unique_path("oneshot");
+    let e1 = format!("{base}/a/members/e1");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &e1).await;
+    let master = client(&zk.address()).await;
+    let m_node = candidate(&master, &e1, "n_", b"first").await;
+    let glob = format!("{base}/*/members/*");
+    let exporter = Exporter::start(&cluster_config(
+        &zk.address(),
+        &glob,
+        "watch_mode = \"oneshot\"",
+    ));
+    until(&exporter, "master", |m| {
+        master_node(m, &e1) == Some(m_node.clone())
+    })
+    .await;
+
+    let s_node = candidate(&admin, &e1, "n_", b"second").await;
+    until(&exporter, "join", |m| {
+        value(m, "zookeeper_election_candidates", &e1) == 2.0
+    })
+    .await;
+    drop(master);
+    let m = until(&exporter, "switch", |m| {
+        master_node(m, &e1) == Some(s_node.clone())
+    })
+    .await;
+    assert_eq!(
+        value(&m, "zookeeper_election_master_changes_total", &e1),
+        1.0
+    );
+    assert_eq!(master_identity(&m, &e1).as_deref(), Some("second"));
+
+    // A whole new branch under a wildcard, created after start-up.
+    let e2 = format!("{base}/b/members/e2");
+    mkdir(&admin, &e2).await;
+    let n2 = candidate(&admin, &e2, "n_", b"b-one").await;
+    let m = until(&exporter, "new branch", |m| {
+        master_node(m, &e2) == Some(n2.clone())
+    })
+    .await;
+    let tree = [("cluster", "test"), ("tree", &*glob)];
+    assert_eq!(m.get("zookeeper_tree_elections", &tree), Some(2.0));
+    let joins = m.get(
+        "zookeeper_election_candidate_changes_total",
+        &[("election", &*e2), ("change", "join")],
+    );
+    assert_eq!(joins, Some(1.0));
+
+    admin.delete(&format!("{e2}/{n2}"), None).await.unwrap();
+    admin.delete(&e2, None).await.unwrap();
+    until(&exporter, "election removed", |m| {
+        m.get("zookeeper_tree_elections", &tree) == Some(1.0)
+    })
+    .await;
+    // The re-armed watch still works after all that.
+    let late = candidate(&admin, &e1, "n_", b"late").await;
+    let m = until(&exporter, "late join", |m| {
+        value(m, "zookeeper_election_candidates", &e1) == 2.0
+    })
+    .await;
+    assert_eq!(master_node(&m, &e1), Some(s_node));
+    assert!(late.starts_with("n_"));
+    let ops = |op: &str| {
+        m.series(
+            "zookeeper_session_request_duration_seconds_count",
+            &[("op", op)],
+        )
+    };
+    assert!(
+        !ops("list").is_empty(),
+        "one-shot mode lists with child watches"
+    );
+    assert!(
+        ops("multi_read").is_empty(),
+        "one-shot mode never uses multi-reads"
+    );
+}

@@ -89,6 +89,11 @@ impl TreePattern {
         root
     }
 
+    /// All segments of the glob: `None` means "every child".
+    pub fn segments(&self) -> &[Option<String>] {
+        &self.segments
+    }
+
     /// Segments below the root, for walking the tree level by level: `None`
     /// means "every child".
     pub fn segments_below_root(&self) -> &[Option<String>] {
@@ -355,6 +360,21 @@ impl ElectionTree {
 
     pub fn election(&self, path: &str) -> Option<&Election> {
         self.elections.get(path).map(|e| &e.election)
+    }
+
+    /// Names of all children of an election (candidates and ignored ones).
+    pub fn child_names(&self, election: &str) -> BTreeSet<String> {
+        self.elections
+            .get(election)
+            .map(|e| {
+                e.election
+                    .candidates()
+                    .map(|(_, name, _)| name.to_owned())
+                    .chain(e.others.ephemeral.iter().cloned())
+                    .chain(e.others.persistent.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub fn election_count(&self) -> usize {

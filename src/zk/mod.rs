@@ -1,5 +1,6 @@
 //! ZooKeeper sources: session lifecycle and tree watching. All ZooKeeper I/O
 //! of the agent happens in this module.
 
+pub mod oneshot;
 pub mod session;
 pub mod watch;

@@ -8,16 +8,18 @@
 //! the listing counts them once. `Expired`, `AuthFailed` and `Closed` are
 //! final for a client: a new one is built with capped exponential backoff.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, SessionState as ZkState};
 
+use super::oneshot::{self, Sink};
 use super::watch::{
     MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
 };
-use crate::config::ClusterConfig;
+use crate::config::{ClusterConfig, WatchMode};
 use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
@@ -107,7 +109,7 @@ fn describe_sync_error(
             }
         ),
         zookeeper_client::Error::Unimplemented => format!(
-            "the server does not support persistent recursive watches on {} (needs ZooKeeper 3.6 or newer)",
+            "the server does not support persistent recursive watches on {} (needs ZooKeeper 3.6 or newer; set watch_mode = \"oneshot\" for older servers)",
             pattern.root()
         ),
         other => format!("cannot watch and list {}: {other}", pattern.root()),
@@ -193,13 +195,36 @@ pub async fn run_cluster(
     }
 }
 
+/// Errors meaning the server does not know persistent watches or
+/// multi-reads (ZooKeeper before 3.6), as opposed to rights or connectivity.
+fn is_unsupported(e: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error::*;
+    matches!(
+        e,
+        Unimplemented | UnexpectedErrorCode(_) | UnmarshalError { .. } | MarshallingError
+    )
+}
+
+/// How the current session watches trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Persistent,
+    Oneshot,
+}
+
 /// One client's life.
 struct Session<'a> {
     cfg: &'a ClusterConfig,
     client: Client,
     state: SharedCluster,
     patterns: Vec<TreePattern>,
+    mode: Mode,
+    /// Generation of each tree's live watch; events of others are stale.
+    current: Vec<Option<u64>>,
+    /// Persistent mode: the forwarder of each tree's recursive watch.
     watches: Vec<Option<TreeWatch>>,
+    /// One-shot mode: intermediate nodes of each tree carrying a child watch.
+    levels: Vec<HashSet<String>>,
     generation: u64,
     tx: mpsc::UnboundedSender<TreeEvent>,
     rx: mpsc::UnboundedReceiver<TreeEvent>,
@@ -211,7 +236,13 @@ impl<'a> Session<'a> {
         let patterns: Vec<TreePattern> = cfg.elections.iter().map(|e| e.pattern.clone()).collect();
         Self {
             cfg,
+            mode: match cfg.watch_mode {
+                WatchMode::Oneshot => Mode::Oneshot,
+                WatchMode::Auto | WatchMode::Persistent => Mode::Persistent,
+            },
+            current: patterns.iter().map(|_| None).collect(),
             watches: patterns.iter().map(|_| None).collect(),
+            levels: patterns.iter().map(|_| HashSet::new()).collect(),
             patterns,
             client,
             state,
@@ -318,21 +349,21 @@ impl<'a> Session<'a> {
     async fn apply(&mut self, batch: Vec<TreeEvent>) {
         let current: Vec<TreeEvent> = batch
             .into_iter()
-            .filter(|e| {
-                self.watches[e.tree]
-                    .as_ref()
-                    .is_some_and(|w| w.generation == e.generation)
-            })
+            .filter(|e| self.current[e.tree] == Some(e.generation))
             .collect();
         if current.is_empty() {
             return;
         }
-        let trees: Vec<usize> = {
-            let mut t: Vec<usize> = current.iter().map(|e| e.tree).collect();
-            t.dedup();
-            t
+        let mut trees: Vec<usize> = current.iter().map(|e| e.tree).collect();
+        trees.sort_unstable();
+        trees.dedup();
+        let result = match self.mode {
+            Mode::Persistent => {
+                apply_events(&self.client, &self.patterns, current, &self.state).await
+            }
+            Mode::Oneshot => self.apply_oneshot(current).await,
         };
-        if let Err(e) = apply_events(&self.client, &self.patterns, current, &self.state).await {
+        if let Err(e) = result {
             // A read failed (connection loss mid-batch): the affected trees
             // are re-listed rather than guessed.
             debug!(cluster = %self.cfg.name, "reading changed nodes failed ({e}); resyncing");
@@ -342,46 +373,97 @@ impl<'a> Session<'a> {
         }
     }
 
+    async fn apply_oneshot(
+        &mut self,
+        events: Vec<TreeEvent>,
+    ) -> Result<(), zookeeper_client::Error> {
+        for event in events {
+            let sink = Sink {
+                tree: event.tree,
+                generation: event.generation,
+                tx: self.tx.clone(),
+            };
+            let pattern = &self.patterns[event.tree];
+            let levels = &mut self.levels[event.tree];
+            oneshot::apply_event(&self.client, pattern, event, &sink, levels, &self.state).await?;
+        }
+        Ok(())
+    }
+
     async fn sync_all(&mut self) {
         for i in 0..self.patterns.len() {
             self.sync_tree(i).await;
         }
     }
 
-    /// Replaces the tree's watch and re-lists it.
+    /// Replaces the tree's watches and re-lists it.
     async fn sync_tree(&mut self, i: usize) {
         self.watches[i] = None;
+        self.current[i] = None;
         self.generation += 1;
         let pattern = self.patterns[i].clone();
-        let result = async {
-            let watch = start_watch(
-                &self.client,
-                i,
-                &pattern.root(),
-                self.generation,
-                self.tx.clone(),
-            )
-            .await?;
-            let listing = list_tree(&self.client, &pattern, &self.state).await?;
-            Ok::<_, zookeeper_client::Error>((watch, listing))
+        let mut result = self.list(i, &pattern).await;
+        if self.mode == Mode::Persistent
+            && self.cfg.watch_mode == WatchMode::Auto
+            && result.as_ref().is_err_and(is_unsupported)
+        {
+            warn!(
+                cluster = %self.cfg.name,
+                "the server does not support persistent watches or multi-reads (ZooKeeper < 3.6); using one-shot watches"
+            );
+            self.mode = Mode::Oneshot;
+            result = self.list(i, &pattern).await;
         }
-        .await;
         let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
         let tree = &mut g.trees[i];
         match result {
-            Ok((watch, listing)) => {
+            Ok(listing) => {
                 if tree.sync_error().is_some() {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
                 tree.apply_listing(listing, Now::current());
-                self.watches[i] = Some(watch);
+                self.current[i] = Some(self.generation);
             }
             Err(e) => {
+                self.watches[i] = None;
                 let message = describe_sync_error(self.cfg, &pattern, &e);
                 if tree.sync_error() != Some(message.as_str()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
                 }
                 tree.sync_failed(message);
+            }
+        }
+    }
+
+    /// Places the watches of tree `i` and lists it, in the current mode.
+    async fn list(
+        &mut self,
+        i: usize,
+        pattern: &TreePattern,
+    ) -> Result<Vec<(String, Vec<crate::model::tree::ChildNode>)>, zookeeper_client::Error> {
+        match self.mode {
+            Mode::Persistent => {
+                let watch = start_watch(
+                    &self.client,
+                    i,
+                    &pattern.root(),
+                    self.generation,
+                    self.tx.clone(),
+                )
+                .await?;
+                self.watches[i] = Some(watch);
+                list_tree(&self.client, pattern, &self.state).await
+            }
+            Mode::Oneshot => {
+                let sink = Sink {
+                    tree: i,
+                    generation: self.generation,
+                    tx: self.tx.clone(),
+                };
+                let (listing, levels) =
+                    oneshot::list_tree(&self.client, pattern, &sink, &self.state).await?;
+                self.levels[i] = levels;
+                Ok(listing)
             }
         }
     }

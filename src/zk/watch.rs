@@ -50,7 +50,8 @@ impl Drop for TreeWatch {
     }
 }
 
-fn join(parent: &str, child: &str) -> String {
+/// `parent/child`, without doubling the slash under `/`.
+pub fn join(parent: &str, child: &str) -> String {
     if parent == "/" {
         format!("/{child}")
     } else {
