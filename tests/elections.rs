@@ -11,42 +11,11 @@ use zookeeper_client::{Acls, AuthId, CreateMode, Permission};
 const T: Duration = Duration::from_secs(30);
 
 fn labels(election: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("election", election)]
+    election_labels(election)
 }
 
-/// Waits until `f` holds for the current scrape; reports the last scrape.
 async fn until(exporter: &Exporter, what: &str, f: impl Fn(&Metrics) -> bool) -> Metrics {
-    wait_for_async(what, T, || {
-        let m = exporter.metrics()?;
-        if f(&m) {
-            Ok(m)
-        } else {
-            Err(format!(
-                "{:?}",
-                m.samples
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("zookeeper_election")
-                        || k.starts_with("zookeeper_tree_synced")
-                        || k.starts_with("zookeeper_session_state"))
-                    .collect::<Vec<_>>()
-            ))
-        }
-    })
-    .await
-}
-
-fn master_node(m: &Metrics, election: &str) -> Option<String> {
-    let series = m.series("zookeeper_election_master", &labels(election));
-    match series.as_slice() {
-        [(l, v)] if *v == 1.0 => l.get("node").cloned(),
-        _ => None,
-    }
-}
-
-fn master_identity(m: &Metrics, election: &str) -> Option<String> {
-    m.series("zookeeper_election_master", &labels(election))
-        .first()
-        .and_then(|(l, _)| l.get("identity").cloned())
+    exporter.until(what, T, f).await
 }
 
 fn value(m: &Metrics, name: &str, election: &str) -> f64 {
@@ -396,15 +365,7 @@ async fn digest_auth_reads_protected_trees_and_wrong_credentials_are_explained()
         &glob,
         "auth = { credentials = \"bot:wrong-password\" }",
     ));
-    let body = wait_for_async("not ready with a reason", T, || {
-        let (status, body) = bad.ready();
-        if status == 503 && body.contains("not authorized") {
-            Ok(body)
-        } else {
-            Err(format!("{status} {body}"))
-        }
-    })
-    .await;
+    let body = bad.until_not_ready("not authorized", T).await;
     assert!(body.contains("check the digest credentials"), "{body}");
     let m = bad.metrics().unwrap();
     assert_eq!(

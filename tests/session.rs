@@ -9,37 +9,8 @@ use common::*;
 
 const T: Duration = Duration::from_secs(40);
 
-fn election_labels(election: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("election", election)]
-}
-
-fn master_node(m: &Metrics, election: &str) -> Option<String> {
-    m.series("zookeeper_election_master", &election_labels(election))
-        .first()
-        .and_then(|(l, _)| l.get("node").cloned())
-}
-
 async fn until(exporter: &Exporter, what: &str, f: impl Fn(&Metrics) -> bool) -> Metrics {
-    wait_for_async(what, T, || {
-        let m = exporter.metrics()?;
-        if f(&m) {
-            Ok(m)
-        } else {
-            let keep = [
-                "zookeeper_election_master",
-                "zookeeper_session",
-                "zookeeper_tree_synced",
-            ];
-            Err(format!(
-                "{:?}",
-                m.samples
-                    .iter()
-                    .filter(|(k, _)| keep.iter().any(|p| k.starts_with(p)))
-                    .collect::<Vec<_>>()
-            ))
-        }
-    })
-    .await
+    exporter.until(what, T, f).await
 }
 
 fn session(m: &Metrics, name: &str) -> f64 {
@@ -282,15 +253,7 @@ async fn the_agent_rebuilds_its_session_after_expiry() {
 async fn unreachable_servers_keep_the_agent_serving_and_not_ready() {
     let closed = format!("127.0.0.1:{}", free_port());
     let exporter = Exporter::start(&cluster_config(&closed, "/x/*", ""));
-    let body = wait_for_async("a reason in /ready", T, || {
-        let (status, body) = exporter.ready();
-        if status == 503 && body.contains("accepted a session") {
-            Ok(body)
-        } else {
-            Err(format!("{status} {body}"))
-        }
-    })
-    .await;
+    let body = exporter.until_not_ready("accepted a session", T).await;
     assert!(body.contains(&closed), "{body}");
     let m = until(&exporter, "connect failures counted", |m| {
         session(m, "zookeeper_session_connect_failures_total") >= 2.0

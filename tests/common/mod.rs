@@ -394,6 +394,50 @@ impl Exporter {
         Ok(Metrics::parse(&body))
     }
 
+    /// Waits until `f` holds for a scrape; on timeout reports the election,
+    /// session and sync series of the last one.
+    pub async fn until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        f: impl Fn(&Metrics) -> bool,
+    ) -> Metrics {
+        wait_for_async(what, timeout, || {
+            let m = self.metrics()?;
+            if f(&m) {
+                return Ok(m);
+            }
+            let keep = [
+                "zookeeper_election",
+                "zookeeper_session_state",
+                "zookeeper_session_re",
+                "zookeeper_session_exp",
+                "zookeeper_tree",
+            ];
+            Err(format!(
+                "{:?}",
+                m.samples
+                    .iter()
+                    .filter(|(k, _)| keep.iter().any(|p| k.starts_with(p)))
+                    .collect::<Vec<_>>()
+            ))
+        })
+        .await
+    }
+
+    /// Waits until `/ready` answers 503 with `reason` in its body; returns it.
+    pub async fn until_not_ready(&self, reason: &str, timeout: Duration) -> String {
+        wait_for_async("a reason in /ready", timeout, || {
+            let (status, body) = self.ready();
+            if status == 503 && body.contains(reason) {
+                Ok(body)
+            } else {
+                Err(format!("{status} {body}"))
+            }
+        })
+        .await
+    }
+
     pub fn raw_metrics(&self) -> String {
         http_get(self.port, "/metrics").unwrap().1
     }
@@ -588,6 +632,29 @@ fn parse_labels(s: &str) -> (BTreeMap<String, String>, &str) {
         labels.insert(key, value);
     }
     (labels, "")
+}
+
+/// Labels of one election of the test cluster.
+pub fn election_labels(election: &str) -> [(&str, &str); 2] {
+    [("cluster", "test"), ("election", election)]
+}
+
+/// Node name of the election's master, if exactly one master series exists.
+pub fn master_node(m: &Metrics, election: &str) -> Option<String> {
+    match m
+        .series("zookeeper_election_master", &election_labels(election))
+        .as_slice()
+    {
+        [(l, v)] if *v == 1.0 => l.get("node").cloned(),
+        _ => None,
+    }
+}
+
+/// Identity of the election's master.
+pub fn master_identity(m: &Metrics, election: &str) -> Option<String> {
+    m.series("zookeeper_election_master", &election_labels(election))
+        .first()
+        .and_then(|(l, _)| l.get("identity").cloned())
 }
 
 /// The config snippet of one cluster with one election glob.
