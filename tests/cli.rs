@@ -178,7 +178,7 @@ async fn simulate_runs_real_elections_and_kills_masters() {
     let zk = shared_server();
     let base = unique_path("simulate");
     let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
-    let status = Command::new(BIN)
+    let mut sim = Command::new(BIN)
         .args(["simulate", "--zk", &zk.address(), "--path", &base])
         .args([
             "--elections",
@@ -188,33 +188,47 @@ async fn simulate_runs_real_elections_and_kills_masters() {
             "--kill-rate",
             "4",
             "--duration",
-            "3s",
+            "120s",
         ])
         .args(["--abandon-ratio", "0", "--session-timeout", "2s"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_async(
+        "switches and simulated identities",
+        Duration::from_secs(60),
+        || {
+            let m = exporter.metrics()?;
+            let switches: f64 = m
+                .series("zookeeper_election_master_changes_total", &[])
+                .iter()
+                .map(|(_, v)| v)
+                .sum();
+            let elections = m.series("zookeeper_election_candidates", &[]).len();
+            let simulated = m
+                .series("zookeeper_election_master", &[])
+                .iter()
+                .any(|(l, _)| {
+                    l.get("identity")
+                        .is_some_and(|i| i.starts_with("sim-process-"))
+                });
+            if switches >= 1.0 && elections == 4 && simulated {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{switches} switches, {elections} elections, simulated identity: {simulated}"
+                ))
+            }
+        },
+    )
+    .await;
+    // Ctrl-C (SIGINT) stops the simulation cleanly.
+    Command::new("kill")
+        .args(["-INT", &sim.id().to_string()])
         .status()
         .unwrap();
-    assert!(status.success());
-    let m = wait_for_async("switches from simulate", Duration::from_secs(30), || {
-        let m = exporter.metrics()?;
-        let switches: f64 = m
-            .series("zookeeper_election_master_changes_total", &[])
-            .iter()
-            .map(|(_, v)| v)
-            .sum();
-        let elections = m.series("zookeeper_election_candidates", &[]).len();
-        if switches >= 1.0 && elections == 4 {
-            Ok(m)
-        } else {
-            Err(format!("{switches} switches, {elections} elections"))
-        }
-    })
-    .await;
-    let identity = m
-        .series("zookeeper_election_master", &[])
-        .iter()
-        .filter_map(|(l, _)| l.get("identity").cloned())
-        .next();
-    assert!(identity.is_some_and(|i| i.starts_with("sim-process-")));
+    let status = sim.wait().unwrap();
+    assert!(status.success(), "simulate exits 0 on SIGINT: {status:?}");
 }
 
 #[test]

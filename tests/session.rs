@@ -39,7 +39,11 @@ async fn server_restart_resyncs_without_a_spurious_switch() {
     mkdir(&c, &election).await;
     let first = candidate(&c, &election, "n_", b"a").await;
     candidate(&c, &election, "n_", b"b").await;
-    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+    // A session timeout well above a restart's length: this test is about
+    // resuming the same session (expiry has its own test).
+    let config = cluster_config(&zk.address(), &format!("{base}/*"), "")
+        .replace("session_timeout = \"4s\"", "session_timeout = \"15s\"");
+    let exporter = Exporter::start(&config);
     until(&exporter, "master", |m| {
         master_node(m, &election) == Some(first.clone())
     })

@@ -209,8 +209,9 @@ pub async fn apply_event(
         levels.remove(&path);
         return Ok(());
     };
-    let d = depth(&path);
-    let segment = &pattern.segments()[d];
+    let Some(segment) = pattern.segments().get(depth(&path)) else {
+        return Ok(());
+    };
     let known_elections: BTreeSet<String> = {
         let g = state.read().unwrap_or_else(|p| p.into_inner());
         g.trees[sink.tree]

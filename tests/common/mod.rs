@@ -102,34 +102,52 @@ pub struct ZkServer {
     child: Option<Child>,
 }
 
+/// zoo.cfg lines every test server shares: short ticks, every four-letter
+/// word allowed, no AdminServer, no per-address connection limit.
+fn base_config(data: &std::path::Path, port: u16) -> String {
+    format!(
+        "tickTime={TICK_MS}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+         maxSessionTimeout=20000\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
+         maxClientCnxns=0\n",
+        data.display()
+    )
+}
+
 impl ZkServer {
-    /// Starts a standalone server; `whitelist` is `4lw.commands.whitelist`.
+    /// Starts a standalone server.
     pub fn start() -> Self {
-        let dir = temp_dir("zk");
-        let port = free_port();
-        let config = dir.join("zoo.cfg");
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        std::fs::write(
-            &config,
-            format!(
-                "tickTime={TICK_MS}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-                 maxSessionTimeout=20000\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
-                 maxClientCnxns=0\n",
-                dir.join("data").display()
-            ),
-        )
-        .unwrap();
-        let mut server = Self {
-            port,
-            dir,
-            config,
-            child: None,
-        };
+        let mut server = Self::prepare("", None);
         server.launch();
         server
     }
 
+    /// Writes the config of a server (standalone, or ensemble member `myid`
+    /// with the `server.N=` lines in `extra`) without starting it.
+    fn prepare(extra: &str, myid: Option<u32>) -> Self {
+        let dir = temp_dir("zk");
+        let port = free_port();
+        let config = dir.join("zoo.cfg");
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        if let Some(id) = myid {
+            std::fs::write(data.join("myid"), id.to_string()).unwrap();
+        }
+        std::fs::write(&config, format!("{}{extra}", base_config(&data, port))).unwrap();
+        Self {
+            port,
+            dir,
+            config,
+            child: None,
+        }
+    }
+
     fn launch(&mut self) {
+        self.spawn();
+        self.wait_serving();
+    }
+
+    /// Starts the JVM without waiting for it to serve.
+    fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -154,6 +172,11 @@ impl ZkServer {
             .spawn()
             .expect("bash and java must be installed");
         self.child = Some(child);
+    }
+
+    /// Waits until the server answers `srvr` with its mode (an ensemble
+    /// member only does once it has joined a quorum).
+    pub fn wait_serving(&self) {
         let port = self.port;
         let dir = self.dir.clone();
         wait_for(
@@ -201,6 +224,49 @@ impl ZkServer {
     /// Starts the stopped server again on the same port and data.
     pub fn restart(&mut self) {
         self.launch();
+    }
+
+    /// `leader`, `follower` or `standalone`, from `srvr`.
+    pub fn mode(&self) -> Option<String> {
+        let reply = four_letter(self.port, "srvr").ok()?;
+        reply
+            .lines()
+            .find_map(|l| l.strip_prefix("Mode: "))
+            .map(|m| m.trim().to_owned())
+    }
+}
+
+/// A ZooKeeper ensemble of real servers on loopback, where quorum matters.
+pub struct ZkEnsemble {
+    pub servers: Vec<ZkServer>,
+}
+
+impl ZkEnsemble {
+    pub fn start(size: u32) -> Self {
+        let peers: String = (1..=size)
+            .map(|id| format!("server.{id}=127.0.0.1:{}:{}\n", free_port(), free_port()))
+            .collect();
+        let extra = format!("initLimit=50\nsyncLimit=25\n{peers}");
+        let mut servers: Vec<ZkServer> = (1..=size)
+            .map(|id| ZkServer::prepare(&extra, Some(id)))
+            .collect();
+        // Start all members before waiting: none serves before a quorum is up.
+        for s in &mut servers {
+            s.spawn();
+        }
+        for s in &servers {
+            s.wait_serving();
+        }
+        Self { servers }
+    }
+
+    /// `host:port,...` of every member.
+    pub fn connect_string(&self) -> String {
+        self.servers
+            .iter()
+            .map(ZkServer::address)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -657,10 +723,13 @@ pub fn master_identity(m: &Metrics, election: &str) -> Option<String> {
         .and_then(|(l, _)| l.get("identity").cloned())
 }
 
-/// The config snippet of one cluster with one election glob.
+/// The config snippet of one cluster named `test` with one election glob;
+/// `servers` is comma separated.
 pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
+    let servers: Vec<String> = servers.split(',').map(|s| format!("\"{s}\"")).collect();
     format!(
-        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\nsession_timeout = \"4s\"\n\
-         latency_probe_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n"
+        "[[clusters]]\nname = \"test\"\nservers = [{}]\nsession_timeout = \"4s\"\n\
+         latency_probe_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n",
+        servers.join(", ")
     )
 }
