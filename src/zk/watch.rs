@@ -36,10 +36,10 @@ pub struct TreeEvent {
     pub event: WatchedEvent,
 }
 
-/// The live watch of one tree: a task forwarding its events.
+/// The live persistent watch of one tree: a task forwarding its events.
+/// Dropping it removes the watch.
 #[derive(Debug)]
 pub struct TreeWatch {
-    pub generation: u64,
     forwarder: JoinHandle<()>,
 }
 
@@ -92,10 +92,7 @@ pub async fn start_watch(
             }
         }
     });
-    Ok(TreeWatch {
-        generation,
-        forwarder,
-    })
+    Ok(TreeWatch { forwarder })
 }
 
 /// Result of one read in a batch: `None` when the node does not exist.
