@@ -32,18 +32,18 @@ fn main() {
         })
         .collect();
     tree.apply_listing(listing, Now::current());
-    let cluster = Arc::new(RwLock::new(ClusterState {
-        name: "bench".into(),
-        session: Default::default(),
-        trees: vec![tree],
-    }));
-    let registry = metrics::registry(vec![cluster]);
+    let cluster = Arc::new(RwLock::new(ClusterState::new(
+        "bench".into(),
+        vec![tree],
+        false,
+    )));
+    let exposition = metrics::Exposition::new(vec![cluster]);
     for openmetrics in [false, true] {
         let mut times: Vec<Duration> = Vec::new();
         let mut size = (0, 0);
         for _ in 0..31 {
             let start = Instant::now();
-            let out = metrics::render(&registry, openmetrics).unwrap();
+            let out = exposition.render(openmetrics).unwrap();
             times.push(start.elapsed());
             size = (
                 out.len(),

@@ -40,6 +40,14 @@ pub struct Cli {
     #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
     pub identity: Option<String>,
 
+    /// Poll the four-letter words of every ensemble member (the default).
+    #[arg(long = "four-letter-words", overrides_with = "no_four_letter_words")]
+    pub four_letter_words: bool,
+
+    /// Do not poll four-letter words (elections and session only).
+    #[arg(long = "no-four-letter-words", overrides_with = "four_letter_words")]
+    pub no_four_letter_words: bool,
+
     /// Address for /metrics (default 0.0.0.0:9141).
     #[arg(long = "web.listen-address", value_name = "IP:PORT")]
     pub listen_address: Option<String>,
@@ -63,6 +71,11 @@ impl Cli {
             zk: self.zk.clone(),
             elections: self.elections.clone(),
             identity: self.identity.clone(),
+            four_letter_words: match (self.four_letter_words, self.no_four_letter_words) {
+                (_, true) => Some(false),
+                (true, false) => Some(true),
+                (false, false) => None,
+            },
         }
     }
 }

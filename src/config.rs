@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::fourlw::Command;
 use crate::model::candidate::IdentityMode;
 use crate::model::tree::TreePattern;
 
@@ -31,6 +32,8 @@ pub const CLI_ENV_VARS: &[&str] = &[
 pub const DEFAULT_LISTEN_ADDRESS: &str = "0.0.0.0:9141";
 const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_secs(5);
+const DEFAULT_FOURLW_TIMEOUT: Duration = Duration::from_secs(2);
+const DEFAULT_FOURLW_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A configuration problem: which key, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +115,18 @@ struct RawCluster {
     auth: Option<RawAuth>,
     #[serde(default)]
     elections: Vec<RawElection>,
+    four_letter_words: Option<RawFourLetterWords>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFourLetterWords {
+    enabled: Option<bool>,
+    servers: Option<Vec<String>>,
+    commands: Option<Vec<String>>,
+    timeout: Option<String>,
+    min_interval: Option<String>,
+    admin_url: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,6 +173,22 @@ pub struct ClusterConfig {
     pub watch_mode: WatchMode,
     pub auth: Option<DigestAuth>,
     pub elections: Vec<ElectionConfig>,
+    pub four_letter_words: FourLetterWordsConfig,
+}
+
+/// Four-letter-word polling of the ensemble members.
+#[derive(Debug, Clone)]
+pub struct FourLetterWordsConfig {
+    pub enabled: bool,
+    /// Members to poll; members published in `/zookeeper/config` are added.
+    pub servers: Vec<String>,
+    pub commands: Vec<Command>,
+    /// Bound on one whole exchange (connect, write, read) per server and command.
+    pub timeout: Duration,
+    /// Replies younger than this are reused by later scrapes.
+    pub min_interval: Duration,
+    /// AdminServer base URL with `{host}`, asked when a word is not allowed.
+    pub admin_url: Option<String>,
 }
 
 /// How trees are watched.
@@ -207,6 +238,8 @@ pub struct Overrides {
     /// `--election`: replaces the first cluster's elections.
     pub elections: Vec<String>,
     pub identity: Option<String>,
+    /// `--four-letter-words` / `--no-four-letter-words`, for every cluster.
+    pub four_letter_words: Option<bool>,
 }
 
 /// Loads and validates configuration from `overrides.config_file` (if any),
@@ -260,7 +293,13 @@ pub fn load(
         )
     })?;
     apply_quick_start(&mut raw, overrides)?;
-    validate(raw)
+    let mut config = validate(raw)?;
+    if let Some(enabled) = overrides.four_letter_words {
+        for cluster in &mut config.clusters {
+            cluster.four_letter_words.enabled = enabled;
+        }
+    }
+    Ok(config)
 }
 
 /// Folds a multi-line parser message (TOML errors draw the offending line
@@ -449,6 +488,11 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         .auth
         .map(|a| validate_auth(&format!("{key}.auth"), a))
         .transpose()?;
+    let four_letter_words = validate_four_letter_words(
+        &format!("{key}.four_letter_words"),
+        c.four_letter_words.unwrap_or_default(),
+        &servers,
+    )?;
     let mut elections = Vec::new();
     for (j, e) in c.elections.into_iter().enumerate() {
         let ekey = format!("{key}.elections[{j}]");
@@ -467,6 +511,86 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         watch_mode,
         auth,
         elections,
+        four_letter_words,
+    })
+}
+
+fn validate_four_letter_words(
+    key: &str,
+    raw: RawFourLetterWords,
+    cluster_servers: &[String],
+) -> Result<FourLetterWordsConfig, ConfigError> {
+    let servers = match raw.servers {
+        None => cluster_servers.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for (j, s) in list.iter().enumerate() {
+                out.push(validate_server(&format!("{key}.servers[{j}]"), s)?);
+            }
+            out
+        }
+    };
+    let commands = match raw.commands {
+        None => Command::DEFAULT.to_vec(),
+        Some(names) => {
+            let mut out: Vec<Command> = Vec::new();
+            for (j, name) in names.iter().enumerate() {
+                let command = Command::parse(name).ok_or_else(|| {
+                    let known: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
+                    ConfigError::new(
+                        format!("{key}.commands[{j}]"),
+                        format!(
+                            "`{name}` is not a supported command; choose from {}",
+                            known.join(", ")
+                        ),
+                    )
+                })?;
+                if !out.contains(&command) {
+                    out.push(command);
+                }
+            }
+            if out.is_empty() {
+                return Err(ConfigError::new(
+                    format!("{key}.commands"),
+                    "is empty; list commands or set `enabled = false`",
+                ));
+            }
+            out
+        }
+    };
+    let timeout = parse_duration(
+        &format!("{key}.timeout"),
+        raw.timeout.as_deref(),
+        DEFAULT_FOURLW_TIMEOUT,
+    )?;
+    if timeout < Duration::from_millis(10) || timeout > Duration::from_secs(60) {
+        return Err(ConfigError::new(
+            format!("{key}.timeout"),
+            "must be between 10ms and 60s",
+        ));
+    }
+    let min_interval = parse_duration(
+        &format!("{key}.min_interval"),
+        raw.min_interval.as_deref(),
+        DEFAULT_FOURLW_MIN_INTERVAL,
+    )?;
+    if let Some(url) = &raw.admin_url {
+        if !url.starts_with("http://") {
+            return Err(ConfigError::new(
+                format!("{key}.admin_url"),
+                format!(
+                    "`{url}` must be a plain http:// URL such as \"http://{{host}}:8080/commands\""
+                ),
+            ));
+        }
+    }
+    Ok(FourLetterWordsConfig {
+        enabled: raw.enabled.unwrap_or(true),
+        servers,
+        commands,
+        timeout,
+        min_interval,
+        admin_url: raw.admin_url,
     })
 }
 
@@ -704,6 +828,44 @@ path = "/locks/*"
         assert!(
             err("[[clusters]\n").contains("invalid")
                 || err("[[clusters]\n").contains("cannot read")
+        );
+    }
+
+    #[test]
+    fn four_letter_words_defaults_and_errors() {
+        let c = load_file("[[clusters]]\nservers=[\"a:1\",\"b\"]\n", &[]).unwrap();
+        let f = &c.clusters[0].four_letter_words;
+        assert!(f.enabled);
+        assert_eq!(f.servers, vec!["a:1", "b:2181"]);
+        assert_eq!(f.commands, Command::DEFAULT.to_vec());
+        assert_eq!(
+            (f.timeout, f.min_interval),
+            (Duration::from_secs(2), Duration::from_secs(1))
+        );
+        let base = "[[clusters]]\nservers=[\"a\"]\n[clusters.four_letter_words]\n";
+        assert!(
+            err(&format!("{base}commands=[\"mntr\",\"kill\"]")).starts_with(
+                "clusters[0].four_letter_words.commands[1]: `kill` is not a supported command"
+            )
+        );
+        assert!(
+            err(&format!("{base}timeout=\"0s\""))
+                .starts_with("clusters[0].four_letter_words.timeout")
+        );
+        assert!(
+            err(&format!("{base}admin_url=\"https://x\""))
+                .starts_with("clusters[0].four_letter_words.admin_url")
+        );
+        assert!(err(&format!("{base}bogus=1")).contains("unknown field `bogus`"));
+        let o = Overrides {
+            zk: Some("a:1".into()),
+            four_letter_words: Some(false),
+            ..Default::default()
+        };
+        assert!(
+            !load(&o, std::iter::empty()).unwrap().clusters[0]
+                .four_letter_words
+                .enabled
         );
     }
 

@@ -9,16 +9,19 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use prometheus_client::registry::Registry;
 
-use crate::metrics;
+use crate::fourlw::poller::Poller;
+use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
+use futures::future::join_all;
 
 /// What the handlers read.
 #[derive(Clone)]
 pub struct AppState {
-    pub registry: Arc<Registry>,
+    pub exposition: Arc<Exposition>,
     pub clusters: Vec<SharedCluster>,
+    /// Four-letter-word pollers, run before each render.
+    pub pollers: Vec<Arc<Poller>>,
 }
 
 /// The router, exposed for tests and benchmarks.
@@ -70,10 +73,11 @@ fn wants_openmetrics(headers: &HeaderMap) -> bool {
 
 async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let openmetrics = wants_openmetrics(&headers);
-    let registry = state.registry.clone();
+    // Bounded by each poller's timeout; the only wait a scrape has.
+    join_all(state.pollers.iter().map(|p| p.collect())).await;
+    let exposition = state.exposition.clone();
     // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
-    let rendered =
-        tokio::task::spawn_blocking(move || metrics::render(&registry, openmetrics)).await;
+    let rendered = tokio::task::spawn_blocking(move || exposition.render(openmetrics)).await;
     match rendered {
         Ok(Ok(body)) => {
             let content_type = if openmetrics {

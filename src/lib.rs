@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod fourlw;
 pub mod http;
 pub mod metrics;
 pub mod model;

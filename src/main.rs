@@ -8,6 +8,7 @@ use clap::Parser;
 use tokio::sync::watch;
 use tracing::{error, info};
 use zk_election_exporter::cli::{Cli, Command};
+use zk_election_exporter::fourlw::poller::Poller;
 use zk_election_exporter::model::tree::ElectionTree;
 use zk_election_exporter::model::{ClusterState, SharedCluster};
 use zk_election_exporter::{config, http, metrics, simulate, zk};
@@ -57,16 +58,26 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut clusters: Vec<SharedCluster> = Vec::new();
     let mut tasks = Vec::new();
+    let mut pollers = Vec::new();
     for cluster in config.clusters {
-        let state = Arc::new(RwLock::new(ClusterState {
-            name: cluster.name.clone(),
-            session: Default::default(),
-            trees: cluster
-                .elections
-                .iter()
-                .map(|e| ElectionTree::new(e.pattern.clone(), e.identity.clone()))
-                .collect(),
-        }));
+        let trees = cluster
+            .elections
+            .iter()
+            .map(|e| ElectionTree::new(e.pattern.clone(), e.identity.clone()))
+            .collect();
+        let fourlw = cluster.four_letter_words.enabled;
+        let state = Arc::new(RwLock::new(ClusterState::new(
+            cluster.name.clone(),
+            trees,
+            fourlw,
+        )));
+        if fourlw {
+            pollers.push(Arc::new(Poller::new(
+                cluster.name.clone(),
+                cluster.four_letter_words.clone(),
+                state.clone(),
+            )));
+        }
         clusters.push(state.clone());
         tasks.push(tokio::spawn(zk::session::run_cluster(
             cluster,
@@ -75,8 +86,9 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
         )));
     }
     let app = http::AppState {
-        registry: Arc::new(metrics::registry(clusters.clone())),
+        exposition: Arc::new(metrics::Exposition::new(clusters.clone())),
         clusters,
+        pollers,
     };
     info!(address = %config.web.listen_address, "serving /metrics");
     let mut http_stop = stop_rx.clone();

@@ -15,6 +15,12 @@ use prometheus_client::encoding::{
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use std::collections::BTreeMap;
+
+use crate::fourlw::Failure;
+use crate::fourlw::mntr::{Kind, Mapped, Summary, map_mntr};
+use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
+use crate::model::ensemble::{Ensemble, ServerHealth};
 use crate::model::histogram::Histogram;
 use crate::model::session::SessionState;
 use crate::model::{ClusterState, SharedCluster};
@@ -31,22 +37,44 @@ pub struct Collector {
     clusters: Vec<SharedCluster>,
 }
 
-/// Builds the registry holding the collector.
-pub fn registry(clusters: Vec<SharedCluster>) -> Registry {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(Collector { clusters }));
-    registry
+/// Everything `/metrics` shows: the registry with the collector, and the
+/// clusters again for the families `prometheus-client` cannot encode
+/// (summaries folded from `mntr`).
+#[derive(Debug)]
+pub struct Exposition {
+    registry: Registry,
+    clusters: Vec<SharedCluster>,
 }
 
-/// Encodes the registry in the Prometheus text format, or OpenMetrics.
-pub fn render(registry: &Registry, openmetrics: bool) -> Result<String, fmt::Error> {
-    let mut out = String::with_capacity(1 << 16);
-    if openmetrics {
-        prometheus_client::encoding::text::encode(&mut out, registry)?;
-    } else {
-        prometheus_client::encoding::prometheus_text::encode(&mut out, registry)?;
+impl Exposition {
+    pub fn new(clusters: Vec<SharedCluster>) -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Collector {
+            clusters: clusters.clone(),
+        }));
+        Self { registry, clusters }
     }
-    Ok(out)
+
+    /// Encodes everything in the Prometheus text format, or OpenMetrics.
+    pub fn render(&self, openmetrics: bool) -> Result<String, fmt::Error> {
+        let mut out = String::with_capacity(1 << 16);
+        if openmetrics {
+            prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+        }
+        let guards: Vec<_> = self
+            .clusters
+            .iter()
+            .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
+        encode_mntr_summaries(&mut out, &clusters)?;
+        if openmetrics {
+            prometheus_client::encoding::text::encode_eof(&mut out)?;
+        }
+        Ok(out)
+    }
 }
 
 fn unix_seconds(t: SystemTime) -> f64 {
@@ -96,6 +124,7 @@ impl PromCollector for Collector {
         encode_elections(&mut encoder, &clusters, now)?;
         encode_trees(&mut encoder, &clusters)?;
         encode_sessions(&mut encoder, &clusters)?;
+        encode_ensembles(&mut encoder, &clusters)?;
         family(
             &mut encoder,
             "zookeeper_exporter_build_info",
@@ -380,4 +409,480 @@ fn encode_sessions(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> f
             Ok(())
         },
     )
+}
+
+/// Calls `f` with the labels and health of every polled server.
+fn each_server(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &ServerHealth) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        if let Some(ensemble) = &c.ensemble {
+            for (server, health) in ensemble.servers() {
+                f(&[("cluster", c.name.as_str()), ("server", server)], health)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_ensembles(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    family(
+        enc,
+        "zookeeper_up",
+        "1 if the server answered mntr or srvr (four-letter words) in the last collection.",
+        MetricType::Gauge,
+        |m| each_server(clusters, |l, h| gauge(m, l, f64::from(u8::from(h.up())))),
+    )?;
+    family(
+        enc,
+        "zookeeper_ruok",
+        "1 if the server answered ruok with imok; absent when ruok is not polled.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.ruok()
+                    .map_or(Ok(()), |ok| gauge(m, l, f64::from(u8::from(ok))))
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_state",
+        "Role of the server (mntr zk_server_state or srvr Mode): 1 for the current state.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+                Some(role) => {
+                    for state in Role::ALL {
+                        let v = f64::from(u8::from(state == role));
+                        gauge(m, &[l[0], l[1], ("state", state.label())], v)?;
+                    }
+                    Ok(())
+                }
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_leader",
+        "1 if the server is the ensemble leader, else 0.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+                Some(role) => gauge(m, l, f64::from(u8::from(role == Role::Leader))),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_info",
+        "ZooKeeper version of the server; always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.version()
+                    .map_or(Ok(()), |v| gauge(m, &[l[0], l[1], ("version", v)], 1.0))
+            })
+        },
+    )?;
+    encode_mntr_samples(enc, clusters)?;
+    type SrvrValue = fn(&Srvr) -> Option<u64>;
+    let srvr: [(&str, &str, SrvrValue); 3] = [
+        (
+            "zookeeper_zxid_epoch",
+            "Epoch of the last processed zxid (its high 32 bits), from srvr; it grows with every leader election.",
+            Srvr::zxid_epoch,
+        ),
+        (
+            "zookeeper_zxid_counter",
+            "Transaction counter of the last processed zxid (its low 32 bits), from srvr; near 2^32 (4294967296) the ensemble forces a leader election.",
+            Srvr::zxid_counter,
+        ),
+        (
+            "zookeeper_node_count",
+            "Znodes in the server's data tree, from srvr.",
+            |s| s.node_count,
+        ),
+    ];
+    for (name, help, value) in srvr {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.srvr().and_then(value) {
+                Some(v) => gauge(m, l, v as f64),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_read_only",
+        "1 if the server is in read-only mode (isro answered ro), 0 for rw; absent when it cannot say.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.read_only()
+                    .map_or(Ok(()), |ro| gauge(m, l, f64::from(u8::from(ro))))
+            })
+        },
+    )?;
+    type ConfValue = fn(&Conf) -> Option<f64>;
+    let conf: [(&str, &str, ConfValue); 3] = [
+        (
+            "zookeeper_config_tick_time_seconds",
+            "tickTime from conf, in seconds.",
+            Conf::tick_time_ms,
+        ),
+        (
+            "zookeeper_config_min_session_timeout_seconds",
+            "minSessionTimeout from conf, in seconds: the shortest session timeout the server grants.",
+            Conf::min_session_timeout_ms,
+        ),
+        (
+            "zookeeper_config_max_session_timeout_seconds",
+            "maxSessionTimeout from conf, in seconds: the longest session timeout the server grants.",
+            Conf::max_session_timeout_ms,
+        ),
+    ];
+    for (name, help, value) in conf {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.conf().and_then(value) {
+                Some(ms) => gauge(m, l, ms / 1000.0),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_config_info",
+        "The server's id (serverId from conf); always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.conf().and_then(Conf::server_id) {
+                Some(id) => gauge(m, &[l[0], l[1], ("server_id", id)], 1.0),
+                None => Ok(()),
+            })
+        },
+    )?;
+    encode_optional_commands(enc, clusters)?;
+    encode_fourlw_health(enc, clusters)?;
+    encode_ensemble_totals(enc, clusters)
+}
+
+/// Families of the opt-in commands: wchs, cons and envi.
+fn encode_optional_commands(
+    enc: &mut DescriptorEncoder,
+    clusters: &[&ClusterState],
+) -> fmt::Result {
+    type WchsValue = fn(&Wchs) -> u64;
+    let wchs: [(&str, &str, WchsValue); 3] = [
+        (
+            "zookeeper_wchs_connections",
+            "Connections holding watches, from wchs.",
+            |w| w.connections,
+        ),
+        (
+            "zookeeper_wchs_paths",
+            "Paths being watched, from wchs.",
+            |w| w.paths,
+        ),
+        (
+            "zookeeper_wchs_watches",
+            "Watches set on the server, from wchs.",
+            |w| w.watches,
+        ),
+    ];
+    for (name, help, value) in wchs {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.wchs() {
+                Some(w) => gauge(m, l, value(w) as f64),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_cons_connections",
+        "Client connections listed by cons.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.cons().map_or(Ok(()), |c| gauge(m, l, c.len() as f64))
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_java_info",
+        "Java runtime of the server, from envi; always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.envi() {
+                Some(env) => {
+                    let get = |k: &str| env.get(k).map_or("", String::as_str);
+                    gauge(
+                        m,
+                        &[
+                            l[0],
+                            l[1],
+                            ("java_version", get("java.version")),
+                            ("java_vendor", get("java.vendor")),
+                        ],
+                        1.0,
+                    )
+                }
+                None => Ok(()),
+            })
+        },
+    )
+}
+
+fn encode_fourlw_health(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    family(
+        enc,
+        "zookeeper_fourlw_up",
+        "1 if the command got a usable reply in the last collection.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                for (command, e) in &h.last {
+                    gauge(
+                        m,
+                        &[l[0], l[1], ("command", command.name())],
+                        f64::from(u8::from(e.result.is_ok())),
+                    )?;
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_duration_seconds",
+        "Duration of the command's last exchange (connect, write, read), bounded by the timeout.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                for (command, e) in &h.last {
+                    gauge(
+                        m,
+                        &[l[0], l[1], ("command", command.name())],
+                        e.duration.as_secs_f64(),
+                    )?;
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_errors",
+        "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse.",
+        MetricType::Counter,
+        |m| {
+            each_server(clusters, |l, h| {
+                for command in h.last.keys() {
+                    for reason in Failure::ALL {
+                        let n = h.errors.get(&(*command, reason)).copied().unwrap_or(0);
+                        counter(
+                            m,
+                            &[
+                                l[0],
+                                l[1],
+                                ("command", command.name()),
+                                ("reason", reason.label()),
+                            ],
+                            n,
+                        )?;
+                    }
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_skipped_lines",
+        "mntr lines skipped because their key or value cannot be exported (labels, odd characters).",
+        MetricType::Counter,
+        |m| each_server(clusters, |l, h| counter(m, l, h.skipped_lines)),
+    )
+}
+
+fn encode_ensemble_totals(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    type Total = fn(&Ensemble) -> Option<f64>;
+    let totals: [(&str, &str, Total); 4] = [
+        (
+            "zookeeper_ensemble_servers",
+            "Members polled: configured servers plus members published in /zookeeper/config.",
+            |e| Some(e.len() as f64),
+        ),
+        (
+            "zookeeper_ensemble_servers_up",
+            "Members that answered mntr or srvr.",
+            |e| Some(e.up_count() as f64),
+        ),
+        (
+            "zookeeper_ensemble_leaders",
+            "Members reporting themselves leader; a quorum ensemble must have exactly 1.",
+            |e| Some(e.leaders() as f64),
+        ),
+        (
+            "zookeeper_ensemble_zxid_spread",
+            "Largest minus smallest zxid counter among members in the newest epoch: how many transactions the slowest member lags.",
+            |e| e.zxid_spread().map(|s| s as f64),
+        ),
+    ];
+    for (name, help, value) in totals {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            for c in clusters {
+                if let Some(v) = c.ensemble.as_ref().and_then(value) {
+                    gauge(m, &[("cluster", c.name.as_str())], v)?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// One mntr family across all servers: kind, HELP, and series.
+struct MntrFamily<'a> {
+    kind: Kind,
+    help: String,
+    series: Vec<([(&'a str, &'a str); 2], Option<String>, f64)>,
+}
+
+const MNTR_UNITS: &str = "as ZooKeeper reports it: times in milliseconds, sizes in bytes";
+
+fn encode_mntr_samples(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    let mapped: Vec<([(&str, &str); 2], Mapped)> = clusters
+        .iter()
+        .filter_map(|c| c.ensemble.as_ref().map(|e| (c, e)))
+        .flat_map(|(c, e)| {
+            e.servers().filter_map(move |(server, h)| {
+                h.mntr().map(|m| {
+                    (
+                        [("cluster", c.name.as_str()), ("server", server)],
+                        map_mntr(m),
+                    )
+                })
+            })
+        })
+        .collect();
+    let mut families: BTreeMap<&str, MntrFamily> = BTreeMap::new();
+    for (labels, m) in &mapped {
+        for s in &m.samples {
+            let f = families
+                .entry(s.name.as_str())
+                .or_insert_with(|| MntrFamily {
+                    kind: s.kind,
+                    help: format!("mntr {} ({MNTR_UNITS}).", s.source),
+                    series: Vec::new(),
+                });
+            // A name typed differently by another server version is dropped
+            // rather than mixing types in one family.
+            if f.kind == s.kind {
+                f.series.push((*labels, s.set_key.clone(), s.value));
+            }
+        }
+    }
+    for (name, f) in families {
+        let metric_type = match f.kind {
+            Kind::Gauge => MetricType::Gauge,
+            Kind::Counter => MetricType::Counter,
+        };
+        family(enc, name, &f.help, metric_type, |m| {
+            for (l, key, value) in &f.series {
+                match (key, f.kind) {
+                    (Some(k), Kind::Gauge) => gauge(m, &[l[0], l[1], ("key", k)], *value)?,
+                    (Some(k), Kind::Counter) => counter(m, &[l[0], l[1], ("key", k)], *value)?,
+                    (None, Kind::Gauge) => gauge(m, l, *value)?,
+                    (None, Kind::Counter) => counter(m, l, *value)?,
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Escapes a label value or HELP text for both text formats.
+fn escape(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
+    out.push('{');
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        escape(v, out);
+        out.push('"');
+    }
+    out.push('}');
+}
+
+/// Writes the summaries folded from mntr; `prometheus-client` has no
+/// summary type, and the text of a summary is the same in both formats.
+fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::Result {
+    use std::fmt::Write;
+    let mut families: BTreeMap<String, (String, Vec<([(&str, &str); 2], Summary)>)> =
+        BTreeMap::new();
+    for c in clusters {
+        let Some(ensemble) = &c.ensemble else {
+            continue;
+        };
+        for (server, h) in ensemble.servers() {
+            let Some(m) = h.mntr() else { continue };
+            for s in map_mntr(m).summaries {
+                let f = families
+                    .entry(s.name.clone())
+                    .or_insert_with(|| (format!("mntr {} ({MNTR_UNITS}).", s.source), Vec::new()));
+                f.1.push(([("cluster", c.name.as_str()), ("server", server)], s));
+            }
+        }
+    }
+    for (name, (help, series)) in families {
+        out.push_str("# HELP ");
+        out.push_str(&name);
+        out.push(' ');
+        escape(&help, out);
+        out.push('\n');
+        writeln!(out, "# TYPE {name} summary")?;
+        for (l, s) in series {
+            let mut labels: Vec<(&str, &str)> = l.to_vec();
+            if let Some(k) = &s.set_key {
+                labels.push(("key", k));
+            }
+            for (q, v) in &s.quantiles {
+                let q = q.to_string();
+                let mut with_q = labels.clone();
+                with_q.push(("quantile", &q));
+                out.push_str(&name);
+                write_labels(out, &with_q);
+                writeln!(out, " {v}")?;
+            }
+            out.push_str(&name);
+            out.push_str("_sum");
+            write_labels(out, &labels);
+            writeln!(out, " {}", s.sum)?;
+            out.push_str(&name);
+            out.push_str("_count");
+            write_labels(out, &labels);
+            writeln!(out, " {}", s.count)?;
+        }
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod candidate;
 pub mod election;
+pub mod ensemble;
 pub mod histogram;
 pub mod session;
 pub mod tree;
@@ -15,6 +16,23 @@ pub struct ClusterState {
     pub name: String,
     pub session: session::Session,
     pub trees: Vec<tree::ElectionTree>,
+    /// Four-letter-word view of the members; `None` when polling is off.
+    pub ensemble: Option<ensemble::Ensemble>,
+    /// Client addresses the ensemble publishes in `/zookeeper/config`.
+    pub members: Vec<String>,
+}
+
+impl ClusterState {
+    /// State of a cluster before anything is known.
+    pub fn new(name: String, trees: Vec<tree::ElectionTree>, four_letter_words: bool) -> Self {
+        Self {
+            name,
+            session: session::Session::default(),
+            trees,
+            ensemble: four_letter_words.then(ensemble::Ensemble::default),
+            members: Vec::new(),
+        }
+    }
 }
 
 /// A cluster's state shared between its session task (writer) and the HTTP

@@ -1,0 +1,88 @@
+//! One four-letter-word exchange: connect, send the word, read until the
+//! server closes, all inside one deadline. A server that accepts and never
+//! answers costs exactly `timeout`, never more.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Failure;
+
+/// Largest reply kept; `cons` and `wchc` of a busy server are large, and
+/// nothing the exporter parses needs more.
+pub const MAX_REPLY_BYTES: u64 = 16 << 20;
+
+/// Sends `command` to `server` (`host:port`) and returns the reply text
+/// (invalid UTF-8 replaced).
+pub async fn exchange(server: &str, command: &str, timeout: Duration) -> Result<String, Failure> {
+    let attempt = async {
+        let mut stream = TcpStream::connect(server)
+            .await
+            .map_err(|_| Failure::Connect)?;
+        stream
+            .write_all(command.as_bytes())
+            .await
+            .map_err(|_| Failure::Connect)?;
+        let mut reply = Vec::with_capacity(4096);
+        (&mut stream)
+            .take(MAX_REPLY_BYTES)
+            .read_to_end(&mut reply)
+            .await
+            .map_err(|_| Failure::Connect)?;
+        Ok(String::from_utf8_lossy(&reply).into_owned())
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or(Err(Failure::Timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_costs_the_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let hold = tokio::spawn(async move {
+            let (_socket, _) = listener.accept().await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let started = Instant::now();
+        let r = exchange(&addr, "mntr", Duration::from_millis(300)).await;
+        assert_eq!(r, Err(Failure::Timeout));
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        hold.abort();
+    }
+
+    #[tokio::test]
+    async fn refused_connections_are_connect_failures() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        assert_eq!(
+            exchange(&addr, "ruok", Duration::from_secs(2)).await,
+            Err(Failure::Connect)
+        );
+    }
+
+    #[tokio::test]
+    async fn replies_are_read_until_close() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut word = [0u8; 4];
+            s.read_exact(&mut word).await.unwrap();
+            s.write_all(b"imok").await.unwrap();
+        });
+        assert_eq!(
+            exchange(&addr, "ruok", Duration::from_secs(2))
+                .await
+                .as_deref(),
+            Ok("imok")
+        );
+    }
+}

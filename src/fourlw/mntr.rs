@@ -1,0 +1,409 @@
+//! Typing of `mntr` keys: which are counters, which fold into summaries,
+//! and what each is called. Pure; the collector renders the result.
+//!
+//! - `zk_X` becomes `zookeeper_X`: a counter (exported with `_total`) when
+//!   ZooKeeper counts events with it, otherwise a gauge. Unknown keys from
+//!   newer versions are gauges.
+//! - `zk_{avg,min,max,cnt,sum,p50,p95,p99,p999}_X` fold into one family
+//!   `X`: a summary `zookeeper_X` (quantiles, `_sum`, `_count`) when both
+//!   `cnt` and `sum` are there, plus `zookeeper_X_min` / `_max` gauges, and
+//!   `zookeeper_X_avg` only where no summary carries it (3.4/3.5 latency).
+//!   A prefix seen alone (`zk_max_file_descriptor_count`) stays a plain key.
+//! - ZooKeeper's summary sets (`zk_avg_1_learner_handler_qp_size`,
+//!   `zk_avg_zookeeper_write_per_namespace`) get their key as a `key` label.
+//! - A name that would collide with one of the exporter's own metrics is
+//!   prefixed `zookeeper_mntr_`; any remaining duplicate is dropped and
+//!   counted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::parse::Mntr;
+
+/// Keys ZooKeeper increments (`Counter` in ServerMetrics, and ServerStats'
+/// packet and failure counts).
+const COUNTERS: &[&str] = &[
+    "packets_received",
+    "packets_sent",
+    "auth_failed_count",
+    "fsync_threshold_exceed_count",
+    "looking_count",
+    "diff_count",
+    "snap_count",
+    "commit_count",
+    "connection_request_count",
+    "connection_rejected",
+    "bytes_received_count",
+    "unrecoverable_error_count",
+    "add_dead_watcher_stall_time",
+    "dead_watchers_queued",
+    "dead_watchers_cleared",
+    "response_packet_cache_hits",
+    "response_packet_cache_misses",
+    "response_packet_get_children_cache_hits",
+    "response_packet_get_children_cache_misses",
+    "ensemble_auth_success",
+    "ensemble_auth_fail",
+    "ensemble_auth_skip",
+    "prep_processor_request_queued",
+    "outstanding_changes_queued",
+    "outstanding_changes_removed",
+    "revalidate_count",
+    "connection_drop_count",
+    "connection_revalidate_count",
+    "sessionless_connections_expired",
+    "stale_sessions_expired",
+    "request_commit_queued",
+    "learner_proposal_received_count",
+    "learner_commit_received_count",
+    "sync_processor_request_queued",
+    "proposal_count",
+    "quit_leading_due_to_disloyal_voter",
+    "digest_mismatches_count",
+    "stale_requests",
+    "stale_requests_dropped",
+    "stale_replies",
+    "large_requests_rejected",
+    "throttled_ops",
+    "insecure_admin_count",
+    "cnxn_closed_without_zk_server_running",
+    "tls_handshake_exceeded",
+    "unsuccessful_handshake",
+    "requests_not_forwarded_to_commit_processor",
+    "skip_learner_request_to_next_processor_count",
+    "request_throttle_wait_count",
+];
+
+/// Summary sets whose key is a server id.
+const ID_SETS: &[&str] = &[
+    "learner_handler_qp_size",
+    "learner_handler_qp_time_ms",
+    "ack_latency",
+];
+/// Summary sets whose key is a top-level namespace.
+const NAMESPACE_SETS: &[&str] = &["write_per_namespace", "read_per_namespace"];
+
+/// Name prefixes the exporter defines itself.
+const RESERVED: &[&str] = &[
+    "zookeeper_up",
+    "zookeeper_ruok",
+    "zookeeper_server_",
+    "zookeeper_zxid_",
+    "zookeeper_node_count",
+    "zookeeper_read_only",
+    "zookeeper_config_",
+    "zookeeper_fourlw_",
+    "zookeeper_ensemble_",
+    "zookeeper_election_",
+    "zookeeper_tree_",
+    "zookeeper_session_",
+    "zookeeper_exporter_",
+    "zookeeper_group_",
+    "zookeeper_discovery_",
+    "zookeeper_probe_",
+    "zookeeper_wchs_",
+];
+
+const PARTS: &[&str] = &[
+    "avg", "min", "max", "cnt", "sum", "p50", "p95", "p99", "p999",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+/// One plain sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name; counters get `_total` from the encoder.
+    pub name: String,
+    pub kind: Kind,
+    /// The mntr key(s) it comes from, for HELP.
+    pub source: String,
+    /// `key` label of summary-set members.
+    pub set_key: Option<String>,
+    pub value: f64,
+}
+
+/// One folded summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub name: String,
+    pub source: String,
+    pub set_key: Option<String>,
+    pub quantiles: Vec<(f64, f64)>,
+    pub sum: f64,
+    pub count: f64,
+}
+
+/// `mntr` typed and named.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mapped {
+    pub samples: Vec<Sample>,
+    pub summaries: Vec<Summary>,
+    /// Keys dropped because their name was already taken.
+    pub dropped: usize,
+}
+
+fn metric_name(base: &str) -> String {
+    let name = format!("zookeeper_{base}");
+    if RESERVED.iter().any(|r| name.starts_with(r)) {
+        format!("zookeeper_mntr_{base}")
+    } else {
+        name
+    }
+}
+
+/// Splits a folded family into (summary-set name, key) where it is one.
+fn summary_set(family: &str) -> (String, Option<String>) {
+    for set in ID_SETS {
+        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_')) {
+            if !key.is_empty() && key.chars().all(|c| c.is_ascii_digit()) {
+                return ((*set).to_owned(), Some(key.to_owned()));
+            }
+        }
+    }
+    for set in NAMESPACE_SETS {
+        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_')) {
+            if !key.is_empty() {
+                return ((*set).to_owned(), Some(key.to_owned()));
+            }
+        }
+    }
+    (family.to_owned(), None)
+}
+
+/// Types and names every numeric `mntr` value.
+pub fn map_mntr(mntr: &Mntr) -> Mapped {
+    let mut families: BTreeMap<&str, BTreeMap<&str, f64>> = BTreeMap::new();
+    let mut plain: Vec<(&str, f64)> = Vec::new();
+    for (key, value) in &mntr.values {
+        let bare = key.strip_prefix("zk_").unwrap_or(key);
+        let folded = PARTS.iter().find_map(|p| {
+            bare.strip_prefix(p)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .filter(|rest| !rest.is_empty())
+                .map(|rest| (*p, rest))
+        });
+        match folded {
+            Some((part, family)) => {
+                families.entry(family).or_default().insert(part, *value);
+            }
+            None => plain.push((bare, *value)),
+        }
+    }
+    let mut out = Mapped::default();
+    let mut taken: BTreeSet<(String, Option<String>)> = BTreeSet::new();
+    // Claims every exposed name of one sample at once, or none of them.
+    let mut claim = |names: &[String], key: &Option<String>, out: &mut Mapped| -> bool {
+        if names
+            .iter()
+            .any(|n| taken.contains(&(n.clone(), key.clone())))
+        {
+            out.dropped += 1;
+            return false;
+        }
+        for n in names {
+            taken.insert((n.clone(), key.clone()));
+        }
+        true
+    };
+    for (family, parts) in &families {
+        if parts.len() == 1 {
+            let (part, value) = parts
+                .iter()
+                .next()
+                .map(|(p, v)| (*p, *v))
+                .unwrap_or(("", 0.0));
+            let bare = format!("{part}_{family}");
+            let name = metric_name(&bare);
+            if claim(std::slice::from_ref(&name), &None, &mut out) {
+                out.samples.push(Sample {
+                    name,
+                    kind: Kind::Gauge,
+                    source: format!("zk_{bare}"),
+                    set_key: None,
+                    value,
+                });
+            }
+            continue;
+        }
+        let (set, set_key) = summary_set(family);
+        let name = metric_name(&set);
+        let source = format!("zk_{{avg,min,max,cnt,sum,p50,p95,p99,p999}}_{family}");
+        let summary = match (parts.get("cnt"), parts.get("sum")) {
+            (Some(count), Some(sum)) => Some(Summary {
+                name: name.clone(),
+                source: source.clone(),
+                set_key: set_key.clone(),
+                quantiles: [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999)]
+                    .iter()
+                    .filter_map(|(p, q)| parts.get(p).map(|v| (*q, *v)))
+                    .collect(),
+                sum: *sum,
+                count: *count,
+            }),
+            _ => None,
+        };
+        let has_summary = summary.is_some();
+        if let Some(s) = summary {
+            let exposed = [name.clone(), format!("{name}_sum"), format!("{name}_count")];
+            if claim(&exposed, &set_key, &mut out) {
+                out.summaries.push(s);
+            }
+        }
+        for (part, suffix) in [("min", "_min"), ("max", "_max"), ("avg", "_avg")] {
+            if part == "avg" && has_summary {
+                continue;
+            }
+            if let Some(value) = parts.get(part) {
+                let gauge = format!("{name}{suffix}");
+                if claim(std::slice::from_ref(&gauge), &set_key, &mut out) {
+                    out.samples.push(Sample {
+                        name: gauge,
+                        kind: Kind::Gauge,
+                        source: source.clone(),
+                        set_key: set_key.clone(),
+                        value: *value,
+                    });
+                }
+            }
+        }
+    }
+    for (bare, value) in plain {
+        let name = metric_name(bare);
+        let kind = if COUNTERS.contains(&bare) {
+            Kind::Counter
+        } else {
+            Kind::Gauge
+        };
+        // A counter is exposed as NAME_total: claim that too.
+        let exposed = match kind {
+            Kind::Counter => vec![name.clone(), format!("{name}_total")],
+            Kind::Gauge => vec![name.clone()],
+        };
+        if claim(&exposed, &None, &mut out) {
+            out.samples.push(Sample {
+                name,
+                kind,
+                source: format!("zk_{bare}"),
+                set_key: None,
+                value,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fourlw::parse::parse_mntr;
+
+    fn mapped(text: &str) -> Mapped {
+        map_mntr(&parse_mntr(text).unwrap())
+    }
+
+    fn sample<'a>(m: &'a Mapped, name: &str) -> Option<&'a Sample> {
+        m.samples
+            .iter()
+            .find(|s| s.name == name && s.set_key.is_none())
+    }
+
+    #[test]
+    fn counters_gauges_and_legacy_latency() {
+        let m = mapped(
+            "zk_packets_received\t10\nzk_znode_count\t5\nzk_avg_latency\t0.5\nzk_min_latency\t0\nzk_max_latency\t7\nzk_max_file_descriptor_count\t1024\nzk_brand_new_key\t3\n",
+        );
+        assert_eq!(
+            sample(&m, "zookeeper_packets_received").unwrap().kind,
+            Kind::Counter
+        );
+        assert_eq!(
+            sample(&m, "zookeeper_znode_count").unwrap().kind,
+            Kind::Gauge
+        );
+        assert_eq!(sample(&m, "zookeeper_latency_avg").unwrap().value, 0.5);
+        assert_eq!(sample(&m, "zookeeper_latency_max").unwrap().value, 7.0);
+        assert_eq!(
+            sample(&m, "zookeeper_max_file_descriptor_count")
+                .unwrap()
+                .value,
+            1024.0
+        );
+        assert_eq!(
+            sample(&m, "zookeeper_brand_new_key").unwrap().kind,
+            Kind::Gauge
+        );
+        assert!(m.summaries.is_empty());
+    }
+
+    #[test]
+    fn summaries_fold_with_quantiles_and_sets_get_a_key() {
+        let m = mapped(
+            "zk_avg_readlatency\t1.5\nzk_min_readlatency\t1\nzk_max_readlatency\t9\nzk_cnt_readlatency\t4\nzk_sum_readlatency\t6\nzk_p50_readlatency\t1\nzk_p99_readlatency\t9\n\
+             zk_avg_1_learner_handler_qp_size\t0.3\nzk_cnt_1_learner_handler_qp_size\t8\nzk_sum_1_learner_handler_qp_size\t3\n\
+             zk_cnt_quorum_ack_latency\t2\nzk_sum_quorum_ack_latency\t2\n\
+             zk_cnt_zookeeper_write_per_namespace\t1\nzk_sum_zookeeper_write_per_namespace\t155\n",
+        );
+        let read = m
+            .summaries
+            .iter()
+            .find(|s| s.name == "zookeeper_readlatency")
+            .unwrap();
+        assert_eq!((read.count, read.sum), (4.0, 6.0));
+        assert_eq!(read.quantiles, vec![(0.5, 1.0), (0.99, 9.0)]);
+        assert!(
+            sample(&m, "zookeeper_readlatency_avg").is_none(),
+            "avg is sum/count of the summary"
+        );
+        assert_eq!(sample(&m, "zookeeper_readlatency_max").unwrap().value, 9.0);
+        let qp = m
+            .summaries
+            .iter()
+            .find(|s| s.name == "zookeeper_learner_handler_qp_size")
+            .unwrap();
+        assert_eq!(qp.set_key.as_deref(), Some("1"));
+        assert!(
+            m.summaries
+                .iter()
+                .any(|s| s.name == "zookeeper_quorum_ack_latency" && s.set_key.is_none())
+        );
+        let ns = m
+            .summaries
+            .iter()
+            .find(|s| s.name == "zookeeper_write_per_namespace")
+            .unwrap();
+        assert_eq!(ns.set_key.as_deref(), Some("zookeeper"));
+    }
+
+    #[test]
+    fn reserved_names_and_duplicates() {
+        let m =
+            mapped("zk_up\t1\nzk_server_leader\t1\nzk_packets_sent\t1\nzk_packets_sent_total\t2\n");
+        assert!(sample(&m, "zookeeper_mntr_up").is_some());
+        assert!(sample(&m, "zookeeper_mntr_server_leader").is_some());
+        assert!(sample(&m, "zookeeper_packets_sent").is_some());
+        assert_eq!(
+            m.dropped, 1,
+            "zk_packets_sent_total would expose the same name as the counter"
+        );
+    }
+
+    #[test]
+    fn every_real_key_is_mapped_once() {
+        for role in ["leader", "follower", "standalone"] {
+            let text = std::fs::read_to_string(format!(
+                "{}/tests/fixtures/3.8.0/{role}/mntr.txt",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap();
+            let m = mapped(&text);
+            assert_eq!(m.dropped, 0, "{role}");
+            assert!(m.summaries.len() > 20, "{role}");
+            let names: BTreeSet<_> = m.samples.iter().map(|s| (&s.name, &s.set_key)).collect();
+            assert_eq!(names.len(), m.samples.len(), "{role}: unique names");
+        }
+    }
+}

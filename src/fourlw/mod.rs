@@ -1,0 +1,133 @@
+//! Four-letter words: the bounded TCP exchange ([`client`]), the optional
+//! AdminServer fallback ([`admin`]), pure reply parsers ([`parse`]) and
+//! `mntr` typing ([`mntr`]), and the per-cluster poller ([`poller`]) that
+//! collects all servers × commands in parallel on scrape.
+
+pub mod admin;
+pub mod client;
+pub mod mntr;
+pub mod parse;
+pub mod poller;
+
+use std::collections::BTreeMap;
+
+use parse::{Conf, Connection, Mntr, ParseError, Refusal, Srvr, Wchs};
+
+/// The commands the exporter understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Command {
+    Mntr,
+    Srvr,
+    Stat,
+    Ruok,
+    Isro,
+    Conf,
+    Cons,
+    Wchs,
+    Envi,
+}
+
+impl Command {
+    pub const ALL: [Command; 9] = [
+        Self::Mntr,
+        Self::Srvr,
+        Self::Stat,
+        Self::Ruok,
+        Self::Isro,
+        Self::Conf,
+        Self::Cons,
+        Self::Wchs,
+        Self::Envi,
+    ];
+    /// Polled when `commands` is not configured.
+    pub const DEFAULT: [Command; 5] = [Self::Mntr, Self::Srvr, Self::Ruok, Self::Isro, Self::Conf];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mntr => "mntr",
+            Self::Srvr => "srvr",
+            Self::Stat => "stat",
+            Self::Ruok => "ruok",
+            Self::Isro => "isro",
+            Self::Conf => "conf",
+            Self::Cons => "cons",
+            Self::Wchs => "wchs",
+            Self::Envi => "envi",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// Why an exchange produced no usable reply; the `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Failure {
+    /// No complete reply within `timeout` (a hung or overloaded server).
+    Timeout,
+    /// Connection refused, reset, or host unknown.
+    Connect,
+    /// The command is not in `4lw.commands.whitelist`.
+    NotAllowed,
+    /// The server is up but not part of a quorum.
+    NotServing,
+    /// A reply the parser could not read.
+    Parse,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 5] = [
+        Self::Timeout,
+        Self::Connect,
+        Self::NotAllowed,
+        Self::NotServing,
+        Self::Parse,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::Connect => "connect",
+            Self::NotAllowed => "not_allowed",
+            Self::NotServing => "not_serving",
+            Self::Parse => "parse",
+        }
+    }
+}
+
+/// A parsed reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Mntr(Mntr),
+    /// `srvr` or `stat`.
+    Srvr(Srvr),
+    Ruok(bool),
+    Isro(Option<bool>),
+    Conf(Conf),
+    Cons(Vec<Connection>),
+    Wchs(Wchs),
+    Envi(BTreeMap<String, String>),
+}
+
+/// Turns raw reply text into a [`Reply`] or the reason it is none.
+pub fn interpret(command: Command, raw: &str) -> Result<Reply, Failure> {
+    match parse::refusal(raw) {
+        Some(Refusal::NotAllowed) => return Err(Failure::NotAllowed),
+        // `ruok` still says imok and `isro` says null on a member without
+        // quorum; only a literal refusal is "not serving".
+        Some(Refusal::NotServing) => return Err(Failure::NotServing),
+        None => {}
+    }
+    let parsed: Result<Reply, ParseError> = match command {
+        Command::Mntr => parse::parse_mntr(raw).map(Reply::Mntr),
+        Command::Srvr | Command::Stat => parse::parse_srvr(raw).map(Reply::Srvr),
+        Command::Ruok => Ok(Reply::Ruok(parse::parse_ruok(raw))),
+        Command::Isro => parse::parse_isro(raw).map(Reply::Isro),
+        Command::Conf => parse::parse_conf(raw).map(Reply::Conf),
+        Command::Cons => Ok(Reply::Cons(parse::parse_cons(raw))),
+        Command::Wchs => parse::parse_wchs(raw).map(Reply::Wchs),
+        Command::Envi => parse::parse_envi(raw).map(Reply::Envi),
+    };
+    parsed.map_err(|_| Failure::Parse)
+}

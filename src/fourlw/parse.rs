@@ -1,0 +1,574 @@
+//! Pure parsers for four-letter-word replies. Every parser takes any text
+//! and never panics; what it cannot read it skips and counts, or rejects
+//! with a [`ParseError`] naming what was missing.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a reply was not a usable answer to its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// "… is not executed because it is not in the whitelist."
+    NotAllowed,
+    /// "This ZooKeeper instance is not currently serving requests"
+    NotServing,
+}
+
+/// A reply that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Recognises the two refusals every command can answer with.
+pub fn refusal(reply: &str) -> Option<Refusal> {
+    if reply.contains("is not executed because it is not in the whitelist") {
+        Some(Refusal::NotAllowed)
+    } else if reply.contains("is not currently serving requests") {
+        Some(Refusal::NotServing)
+    } else {
+        None
+    }
+}
+
+/// A server's role, from `srvr`'s `Mode:` or `mntr`'s `zk_server_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Leader,
+    Follower,
+    Observer,
+    Standalone,
+    ReadOnly,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [
+        Role::Leader,
+        Role::Follower,
+        Role::Observer,
+        Role::Standalone,
+        Role::ReadOnly,
+    ];
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "leader" => Some(Self::Leader),
+            "follower" => Some(Self::Follower),
+            "observer" => Some(Self::Observer),
+            "standalone" => Some(Self::Standalone),
+            "read-only" | "read_only" | "readonly" => Some(Self::ReadOnly),
+            _ => None,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Leader => "leader",
+            Self::Follower => "follower",
+            Self::Observer => "observer",
+            Self::Standalone => "standalone",
+            Self::ReadOnly => "read_only",
+        }
+    }
+}
+
+/// `mntr`: numeric values in reply order, the string values, and how many
+/// lines were skipped (no tab, bad key, unreadable value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mntr {
+    pub values: Vec<(String, f64)>,
+    pub strings: BTreeMap<String, String>,
+    pub skipped: usize,
+}
+
+impl Mntr {
+    pub fn version(&self) -> Option<&str> {
+        self.strings
+            .get("zk_version")
+            .map(|v| v.split(", built on").next().unwrap_or(v).trim())
+    }
+
+    pub fn role(&self) -> Option<Role> {
+        self.strings
+            .get("zk_server_state")
+            .and_then(|s| Role::parse(s))
+    }
+}
+
+/// Whether `key` can become part of a metric name.
+fn is_metric_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parses `mntr` (`key<TAB>value` lines). Keys that are not plain
+/// identifiers (labels, dots, dashes in newer versions) are skipped and
+/// counted rather than risked in the exposition.
+pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
+    let mut mntr = Mntr::default();
+    for line in reply.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((key, value)) = line.split_once('\t') else {
+            mntr.skipped += 1;
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if !is_metric_key(key) {
+            mntr.skipped += 1;
+            continue;
+        }
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() => mntr.values.push((key.to_owned(), v)),
+            Ok(_) => mntr.skipped += 1,
+            Err(_) => {
+                mntr.strings.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    if mntr.values.is_empty() && mntr.strings.is_empty() {
+        return Err(ParseError(
+            "no `key<TAB>value` line in the mntr reply".into(),
+        ));
+    }
+    Ok(mntr)
+}
+
+/// `srvr` (and the header of `stat`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Srvr {
+    pub version: Option<String>,
+    pub role: Option<Role>,
+    pub zxid: Option<u64>,
+    pub node_count: Option<u64>,
+    pub connections: Option<u64>,
+    pub outstanding: Option<u64>,
+    pub received: Option<u64>,
+    pub sent: Option<u64>,
+    /// min/avg/max request latency in milliseconds.
+    pub latency: Option<(f64, f64, f64)>,
+}
+
+impl Srvr {
+    /// High 32 bits of the zxid: the leader epoch.
+    pub fn zxid_epoch(&self) -> Option<u64> {
+        self.zxid.map(|z| z >> 32)
+    }
+    /// Low 32 bits: the transaction counter within the epoch. Near 2^32 the
+    /// ensemble must elect a new leader to start a new epoch.
+    pub fn zxid_counter(&self) -> Option<u64> {
+        self.zxid.map(|z| z & 0xffff_ffff)
+    }
+}
+
+/// Parses `srvr` or `stat`.
+pub fn parse_srvr(reply: &str) -> Result<Srvr, ParseError> {
+    let mut s = Srvr::default();
+    for line in reply.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "Zookeeper version" => {
+                s.version = Some(
+                    value
+                        .split(", built on")
+                        .next()
+                        .unwrap_or(value)
+                        .trim()
+                        .to_owned(),
+                )
+            }
+            "Mode" => s.role = Role::parse(value),
+            "Zxid" => {
+                s.zxid = u64::from_str_radix(value.trim_start_matches("0x"), 16).ok();
+            }
+            "Node count" => s.node_count = value.parse().ok(),
+            "Connections" => s.connections = value.parse().ok(),
+            "Outstanding" => s.outstanding = value.parse().ok(),
+            "Received" => s.received = value.parse().ok(),
+            "Sent" => s.sent = value.parse().ok(),
+            "Latency min/avg/max" => {
+                let parts: Vec<f64> = value
+                    .split('/')
+                    .filter_map(|p| p.trim().parse().ok())
+                    .collect();
+                if let [min, avg, max] = parts[..] {
+                    s.latency = Some((min, avg, max));
+                }
+            }
+            _ => {}
+        }
+    }
+    if s.version.is_none() && s.role.is_none() && s.zxid.is_none() {
+        return Err(ParseError(
+            "no `Zookeeper version`, `Mode` or `Zxid` line in the srvr reply".into(),
+        ));
+    }
+    Ok(s)
+}
+
+/// `ruok`: true for `imok`.
+pub fn parse_ruok(reply: &str) -> bool {
+    reply.trim() == "imok"
+}
+
+/// `isro`: `Some(true)` read-only, `Some(false)` read-write, `None` when the
+/// server cannot say (3.8 answers `null` while it has no quorum).
+pub fn parse_isro(reply: &str) -> Result<Option<bool>, ParseError> {
+    match reply.trim() {
+        "ro" => Ok(Some(true)),
+        "rw" => Ok(Some(false)),
+        "null" => Ok(None),
+        other => Err(ParseError(format!(
+            "isro answered `{}`, expected rw or ro",
+            other.chars().take(40).collect::<String>()
+        ))),
+    }
+}
+
+/// An ensemble member from `conf`'s membership or `/zookeeper/config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: u64,
+    /// `host:port` clients connect to, when the member publishes it.
+    pub client_address: Option<String>,
+    pub role: String,
+}
+
+/// Parses `server.N=host:quorum:election[:role][;[client_host:]client_port]`
+/// lines, as written in `/zookeeper/config` and `conf`.
+pub fn parse_members(text: &str) -> Vec<Member> {
+    let mut members = Vec::new();
+    for line in text.lines() {
+        let Some((key, value)) = line.trim().split_once('=') else {
+            continue;
+        };
+        let Some(id) = key.strip_prefix("server.").and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let (quorum, client) = match value.split_once(';') {
+            Some((q, c)) => (q, Some(c.trim())),
+            None => (value, None),
+        };
+        let mut parts = quorum.split(':');
+        let host = parts.next().unwrap_or_default().trim().to_owned();
+        let role = parts.nth(2).unwrap_or("participant").trim().to_owned();
+        let client_address = client.and_then(|c| {
+            let (chost, port) = match c.rsplit_once(':') {
+                Some((h, p)) => (h.trim(), p.trim()),
+                None => ("", c),
+            };
+            let port: u16 = port.parse().ok()?;
+            let chost = if chost.is_empty() || chost == "0.0.0.0" || chost == "[0:0:0:0:0:0:0:0]" {
+                host.as_str()
+            } else {
+                chost
+            };
+            Some(format!("{chost}:{port}"))
+        });
+        members.push(Member {
+            id,
+            client_address,
+            role,
+        });
+    }
+    members
+}
+
+/// `conf`: the settings the exporter reports, plus every `key=value`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conf {
+    pub values: BTreeMap<String, String>,
+    pub members: Vec<Member>,
+}
+
+impl Conf {
+    fn millis(&self, key: &str) -> Option<f64> {
+        self.values.get(key).and_then(|v| v.parse::<f64>().ok())
+    }
+    pub fn tick_time_ms(&self) -> Option<f64> {
+        self.millis("tickTime")
+    }
+    pub fn min_session_timeout_ms(&self) -> Option<f64> {
+        self.millis("minSessionTimeout")
+    }
+    pub fn max_session_timeout_ms(&self) -> Option<f64> {
+        self.millis("maxSessionTimeout")
+    }
+    pub fn server_id(&self) -> Option<&str> {
+        self.values.get("serverId").map(String::as_str)
+    }
+}
+
+/// Parses `conf` (`key=value` lines; `membership:` section in 3.5+).
+pub fn parse_conf(reply: &str) -> Result<Conf, ParseError> {
+    let mut conf = Conf::default();
+    for line in reply.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            if !k.trim().starts_with("server.") {
+                conf.values.insert(k.trim().to_owned(), v.trim().to_owned());
+            }
+        }
+    }
+    conf.members = parse_members(reply);
+    if conf.values.is_empty() {
+        return Err(ParseError("no `key=value` line in the conf reply".into()));
+    }
+    Ok(conf)
+}
+
+/// One client connection from `cons`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connection {
+    pub address: String,
+    /// Session id, when the connection has a session (`sid=0x…`).
+    pub session: Option<i64>,
+    /// Packets received on this connection.
+    pub received: Option<u64>,
+    /// Negotiated session timeout in milliseconds (`to=`).
+    pub timeout_ms: Option<u64>,
+}
+
+/// Parses `cons`: one connection per line,
+/// ` /addr:port[1](queued=0,recved=5,sent=5,sid=0x…,lop=PING,…,to=30000,…)`.
+pub fn parse_cons(reply: &str) -> Vec<Connection> {
+    reply
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let address = line.strip_prefix('/')?.split('[').next()?.to_owned();
+            let mut c = Connection {
+                address,
+                ..Default::default()
+            };
+            let fields = line.split_once('(')?.1.trim_end_matches(')');
+            for field in fields.split(',') {
+                match field.split_once('=') {
+                    Some(("sid", v)) => {
+                        c.session = u64::from_str_radix(v.trim_start_matches("0x"), 16)
+                            .ok()
+                            .map(|u| u as i64)
+                    }
+                    Some(("recved", v)) => c.received = v.parse().ok(),
+                    Some(("to", v)) => c.timeout_ms = v.parse().ok(),
+                    _ => {}
+                }
+            }
+            Some(c)
+        })
+        .collect()
+}
+
+/// `wchs`: watch summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wchs {
+    pub connections: u64,
+    pub paths: u64,
+    pub watches: u64,
+}
+
+/// Parses `wchs`: `N connections watching M paths` / `Total watches:K`.
+pub fn parse_wchs(reply: &str) -> Result<Wchs, ParseError> {
+    let mut w = Wchs::default();
+    let mut seen = 0;
+    for line in reply.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [n, "connections", "watching", m, "paths"] = words[..] {
+            if let (Ok(n), Ok(m)) = (n.parse(), m.parse()) {
+                (w.connections, w.paths) = (n, m);
+                seen += 1;
+            }
+        } else if let Some(total) = line.trim().strip_prefix("Total watches:") {
+            if let Ok(t) = total.trim().parse() {
+                w.watches = t;
+                seen += 1;
+            }
+        }
+    }
+    if seen == 0 {
+        return Err(ParseError("no watch summary in the wchs reply".into()));
+    }
+    Ok(w)
+}
+
+/// Parses `envi`: `key=value` lines after `Environment:`.
+pub fn parse_envi(reply: &str) -> Result<BTreeMap<String, String>, ParseError> {
+    let env: BTreeMap<String, String> = reply
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    if env.is_empty() {
+        return Err(ParseError("no `key=value` line in the envi reply".into()));
+    }
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fixture(path: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/{path}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+    }
+
+    #[test]
+    fn mntr_from_a_real_leader() {
+        let m = parse_mntr(&fixture("3.8.0/leader/mntr.txt")).unwrap();
+        assert_eq!(m.role(), Some(Role::Leader));
+        assert_eq!(m.version(), Some("3.8.0-${mvngit.commit.id}"));
+        assert!(m.values.iter().any(|(k, _)| k == "zk_synced_followers"));
+        assert!(m.values.len() > 400);
+        assert_eq!(m.skipped, 0);
+        assert_eq!(
+            m.strings.get("zk_peer_state").map(String::as_str),
+            Some("leading - broadcast")
+        );
+    }
+
+    #[test]
+    fn mntr_skips_what_it_cannot_name() {
+        let m = parse_mntr(
+            "zk_ok\t1\nzk_lab{x=\"y\"}\t2\nzk.dotted\t3\nno tab here\nzk_nan\tNaN\nzk_f\t1.5e3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            m.values,
+            vec![("zk_ok".to_owned(), 1.0), ("zk_f".to_owned(), 1500.0)]
+        );
+        assert_eq!(m.skipped, 4);
+        assert!(parse_mntr("").is_err());
+        assert!(parse_mntr("garbage").is_err());
+    }
+
+    #[test]
+    fn srvr_of_each_role() {
+        let leader = parse_srvr(&fixture("3.8.0/leader/srvr.txt")).unwrap();
+        assert_eq!(leader.role, Some(Role::Leader));
+        assert!(leader.zxid_epoch().unwrap() >= 1);
+        let follower = parse_srvr(&fixture("3.8.0/follower/srvr.txt")).unwrap();
+        assert_eq!(follower.role, Some(Role::Follower));
+        let standalone = parse_srvr(&fixture("3.8.0/standalone/srvr.txt")).unwrap();
+        assert_eq!(standalone.role, Some(Role::Standalone));
+        assert!(standalone.node_count.unwrap() >= 5);
+        let stat = parse_srvr(&fixture("3.8.0/standalone/stat.txt")).unwrap();
+        assert_eq!(stat.role, Some(Role::Standalone));
+        let s = parse_srvr("Zxid: 0x1fffffffe\nMode: follower\n").unwrap();
+        assert_eq!(
+            (s.zxid_epoch(), s.zxid_counter()),
+            (Some(1), Some(0xffff_fffe))
+        );
+        assert!(parse_srvr("hello").is_err());
+    }
+
+    #[test]
+    fn refusals_are_recognised() {
+        assert_eq!(
+            refusal(&fixture("3.8.0/default-whitelist/mntr.txt")),
+            Some(Refusal::NotAllowed)
+        );
+        assert_eq!(
+            refusal(&fixture("3.8.0/not-serving/mntr.txt")),
+            Some(Refusal::NotServing)
+        );
+        assert_eq!(
+            refusal(&fixture("3.8.0/not-serving/srvr.txt")),
+            Some(Refusal::NotServing)
+        );
+        assert_eq!(refusal(&fixture("3.8.0/leader/mntr.txt")), None);
+        assert_eq!(
+            refusal(&fixture("3.8.0/default-whitelist/srvr.txt")),
+            None,
+            "srvr is whitelisted by default"
+        );
+    }
+
+    #[test]
+    fn small_commands() {
+        assert!(parse_ruok(&fixture("3.8.0/standalone/ruok.txt")));
+        assert!(!parse_ruok(
+            "ruok is not executed because it is not in the whitelist."
+        ));
+        assert_eq!(
+            parse_isro(&fixture("3.8.0/standalone/isro.txt")),
+            Ok(Some(false))
+        );
+        assert_eq!(parse_isro("ro"), Ok(Some(true)));
+        assert_eq!(parse_isro(&fixture("3.8.0/not-serving/isro.txt")), Ok(None));
+        assert!(parse_isro("what").is_err());
+        let w = parse_wchs(&fixture("3.8.0/leader/wchs.txt")).unwrap();
+        assert!(w.watches >= w.paths);
+        let envi = parse_envi(&fixture("3.8.0/standalone/envi.txt")).unwrap();
+        assert_eq!(
+            envi.get("java.version").map(String::as_str),
+            Some("17.0.15")
+        );
+    }
+
+    #[test]
+    fn conf_and_membership() {
+        let c = parse_conf(&fixture("3.8.0/leader/conf.txt")).unwrap();
+        assert_eq!(c.tick_time_ms(), Some(200.0));
+        assert_eq!(c.min_session_timeout_ms(), Some(400.0));
+        assert!(c.server_id().is_some());
+        assert_eq!(c.members.len(), 3, "{c:?}");
+        let standalone = parse_conf(&fixture("3.8.0/standalone/conf.txt")).unwrap();
+        assert!(standalone.members.is_empty());
+        let members = parse_members(
+            "server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181\nserver.2=zk2:2888:3888:observer;zk2c:2182\nserver.3=zk3:2888:3888\nversion=100000000\n",
+        );
+        assert_eq!(members[0].client_address.as_deref(), Some("10.0.0.1:2181"));
+        assert_eq!(members[1].client_address.as_deref(), Some("zk2c:2182"));
+        assert_eq!(members[1].role, "observer");
+        assert_eq!(members[2].client_address, None);
+    }
+
+    #[test]
+    fn cons_lines() {
+        let c = parse_cons(
+            " /127.0.0.1:50496[1](queued=0,recved=12,sent=12,sid=0x1000001e8900019,lop=PING,est=1,to=4000,lcxid=0x3,lzxid=0x53,lresp=1,llat=0,minlat=0,avglat=0,maxlat=2)\n /127.0.0.1:50500[0](queued=0,recved=1,sent=0)\n\n",
+        );
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].session, Some(0x1000001e8900019));
+        assert_eq!((c[0].received, c[0].timeout_ms), (Some(12), Some(4000)));
+        assert_eq!(c[1].session, None);
+        assert!(!parse_cons(&fixture("3.8.0/leader/cons.txt")).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(reply in ".{0,400}") {
+            let _ = refusal(&reply);
+            let _ = parse_mntr(&reply);
+            let _ = parse_srvr(&reply);
+            let _ = parse_ruok(&reply);
+            let _ = parse_isro(&reply);
+            let _ = parse_conf(&reply);
+            let _ = parse_cons(&reply);
+            let _ = parse_wchs(&reply);
+            let _ = parse_envi(&reply);
+        }
+
+        #[test]
+        fn mntr_keys_are_always_metric_safe(reply in "(zk_[a-z{}=\\\\.\" _-]{1,12}\t[-0-9.a-zA-Z]{0,8}\n){0,20}") {
+            if let Ok(m) = parse_mntr(&reply) {
+                for (k, v) in &m.values {
+                    prop_assert!(is_metric_key(k));
+                    prop_assert!(v.is_finite());
+                }
+            }
+        }
+    }
+}

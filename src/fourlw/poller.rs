@@ -1,0 +1,157 @@
+//! Collects four-letter words from every member of one cluster on scrape:
+//! all servers × commands at once, each bounded by `timeout`, one collection
+//! shared by concurrent scrapes, and reused while younger than
+//! `min_interval`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use futures::future::join_all;
+use tracing::{info, warn};
+
+use super::{Command, Failure, admin, client, interpret};
+use crate::config::FourLetterWordsConfig;
+use crate::model::SharedCluster;
+use crate::model::ensemble::{Exchange, ServerPoll};
+
+/// The poller of one cluster.
+#[derive(Debug)]
+pub struct Poller {
+    cluster: String,
+    config: FourLetterWordsConfig,
+    state: SharedCluster,
+    /// When the last collection finished. Held across a collection, so a
+    /// scrape arriving meanwhile waits for it and then reuses its result.
+    finished: tokio::sync::Mutex<Option<Instant>>,
+    /// (server, command) pairs already reported as not allowed.
+    refused: Mutex<HashSet<(String, Command)>>,
+    /// Last known up/down of each server, to log transitions only.
+    was_up: Mutex<HashMap<String, bool>>,
+}
+
+impl Poller {
+    pub fn new(cluster: String, config: FourLetterWordsConfig, state: SharedCluster) -> Self {
+        Self {
+            cluster,
+            config,
+            state,
+            finished: tokio::sync::Mutex::new(None),
+            refused: Mutex::default(),
+            was_up: Mutex::default(),
+        }
+    }
+
+    /// Configured servers plus members the ensemble publishes in
+    /// `/zookeeper/config`.
+    fn servers(&self) -> Vec<String> {
+        let mut servers = self.config.servers.clone();
+        let members = self
+            .state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .members
+            .clone();
+        for m in members {
+            if !servers.contains(&m) {
+                servers.push(m);
+            }
+        }
+        servers
+    }
+
+    /// Brings the cluster's ensemble model up to date for a scrape. Takes at
+    /// most `timeout` plus scheduling, whatever the servers do.
+    pub async fn collect(&self) {
+        let arrived = Instant::now();
+        let mut finished = self.finished.lock().await;
+        if let Some(done) = *finished {
+            // Finished after we arrived: it was in flight, share it.
+            if done >= arrived || done.elapsed() < self.config.min_interval {
+                return;
+            }
+        }
+        let servers = self.servers();
+        let polls: Vec<ServerPoll> = join_all(servers.iter().map(|s| self.poll_server(s))).await;
+        self.log_changes(&polls);
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        state
+            .ensemble
+            .get_or_insert_with(Default::default)
+            .apply(polls);
+        drop(state);
+        *finished = Some(Instant::now());
+    }
+
+    async fn poll_server(&self, server: &str) -> ServerPoll {
+        let exchanges = join_all(
+            self.config
+                .commands
+                .iter()
+                .map(|c| self.exchange(server, *c)),
+        )
+        .await;
+        ServerPoll {
+            server: server.to_owned(),
+            exchanges,
+        }
+    }
+
+    async fn exchange(&self, server: &str, command: Command) -> Exchange {
+        let started = Instant::now();
+        let mut result = match client::exchange(server, command.name(), self.config.timeout).await {
+            Ok(raw) => interpret(command, &raw),
+            Err(failure) => Err(failure),
+        };
+        if let (Err(Failure::NotAllowed), Some(template)) = (&result, &self.config.admin_url) {
+            if admin::supports(command) {
+                let left = self.config.timeout.saturating_sub(started.elapsed());
+                if let Ok(reply) = admin::fetch(template, server, command, left).await {
+                    result = Ok(reply);
+                }
+            }
+        }
+        Exchange {
+            command,
+            duration: started.elapsed(),
+            result,
+        }
+    }
+
+    /// Logs a refused command once per server, and servers going down or
+    /// coming back, not every scrape.
+    fn log_changes(&self, polls: &[ServerPoll]) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        let mut was_up = self.was_up.lock().unwrap_or_else(|p| p.into_inner());
+        for poll in polls {
+            for e in &poll.exchanges {
+                if e.result == Err(Failure::NotAllowed)
+                    && refused.insert((poll.server.clone(), e.command))
+                {
+                    warn!(
+                        cluster = %self.cluster,
+                        server = %poll.server,
+                        "four-letter word `{}` is not allowed; add it to 4lw.commands.whitelist in zoo.cfg \
+                         (e.g. 4lw.commands.whitelist=mntr,srvr,ruok,isro,conf) or set four_letter_words.admin_url",
+                        e.command.name()
+                    );
+                }
+            }
+            let up = poll.exchanges.iter().any(|e| e.result.is_ok());
+            let reason = poll
+                .exchanges
+                .iter()
+                .find_map(|e| e.result.as_ref().err())
+                .map_or("no reply", |f| f.label());
+            match was_up.insert(poll.server.clone(), up) {
+                Some(true) | None if !up => {
+                    warn!(cluster = %self.cluster, server = %poll.server, reason, "ZooKeeper server not answering four-letter words")
+                }
+                Some(false) if up => {
+                    info!(cluster = %self.cluster, server = %poll.server, "ZooKeeper server answering four-letter words again")
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Ensemble health from four-letter words: the last replies of every
+//! member, cumulative error counts, and the figures derived across members
+//! (servers up, leaders, zxid spread).
+//!
+//! Each collection replaces a server's replies entirely, so a server that
+//! stops answering loses its per-key series at once (no stale values);
+//! only the error counters accumulate.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::fourlw::parse::{Conf, Connection, Mntr, Role, Srvr, Wchs};
+use crate::fourlw::{Command, Failure, Reply};
+
+/// One command's exchange with one server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    pub command: Command,
+    /// Wall time of the exchange (connect, write, read).
+    pub duration: Duration,
+    pub result: Result<Reply, Failure>,
+}
+
+/// Every exchange with one server in one collection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerPoll {
+    /// `host:port` as polled; the `server` label.
+    pub server: String,
+    pub exchanges: Vec<Exchange>,
+}
+
+/// What is known about one member.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerHealth {
+    pub last: BTreeMap<Command, Exchange>,
+    pub errors: BTreeMap<(Command, Failure), u64>,
+    /// `mntr` lines skipped as unreadable, across collections.
+    pub skipped_lines: u64,
+}
+
+impl ServerHealth {
+    fn reply(&self, command: Command) -> Option<&Reply> {
+        self.last.get(&command).and_then(|e| e.result.as_ref().ok())
+    }
+
+    pub fn mntr(&self) -> Option<&Mntr> {
+        match self.reply(Command::Mntr) {
+            Some(Reply::Mntr(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// `srvr`, or `stat` when only that was polled.
+    pub fn srvr(&self) -> Option<&Srvr> {
+        [Command::Srvr, Command::Stat]
+            .into_iter()
+            .find_map(|c| match self.reply(c) {
+                Some(Reply::Srvr(s)) => Some(s),
+                _ => None,
+            })
+    }
+
+    pub fn wchs(&self) -> Option<&Wchs> {
+        match self.reply(Command::Wchs) {
+            Some(Reply::Wchs(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    pub fn cons(&self) -> Option<&[Connection]> {
+        match self.reply(Command::Cons) {
+            Some(Reply::Cons(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn envi(&self) -> Option<&BTreeMap<String, String>> {
+        match self.reply(Command::Envi) {
+            Some(Reply::Envi(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    pub fn conf(&self) -> Option<&Conf> {
+        match self.reply(Command::Conf) {
+            Some(Reply::Conf(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// `Some(true)` when `ruok` answered `imok`; `None` when not polled.
+    pub fn ruok(&self) -> Option<bool> {
+        let exchange = self.last.get(&Command::Ruok)?;
+        Some(matches!(exchange.result, Ok(Reply::Ruok(true))))
+    }
+
+    pub fn read_only(&self) -> Option<bool> {
+        match self.reply(Command::Isro) {
+            Some(Reply::Isro(ro)) => *ro,
+            _ => None,
+        }
+    }
+
+    /// Answered `mntr` or `srvr`/`stat`; with neither polled, any command.
+    pub fn up(&self) -> bool {
+        let core = [Command::Mntr, Command::Srvr, Command::Stat];
+        if self.last.keys().any(|c| core.contains(c)) {
+            self.mntr().is_some() || self.srvr().is_some()
+        } else {
+            self.last.values().any(|e| e.result.is_ok())
+        }
+    }
+
+    pub fn role(&self) -> Option<Role> {
+        self.mntr()
+            .and_then(Mntr::role)
+            .or_else(|| self.srvr().and_then(|s| s.role))
+    }
+
+    pub fn version(&self) -> Option<&str> {
+        self.mntr()
+            .and_then(Mntr::version)
+            .or_else(|| self.srvr().and_then(|s| s.version.as_deref()))
+    }
+
+    pub fn zxid(&self) -> Option<u64> {
+        self.srvr().and_then(|s| s.zxid)
+    }
+}
+
+/// The members of one cluster as last polled.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ensemble {
+    servers: BTreeMap<String, ServerHealth>,
+}
+
+impl Ensemble {
+    /// Applies one collection. Servers absent from it are forgotten (they
+    /// left the configuration or the dynamic membership).
+    pub fn apply(&mut self, polls: Vec<ServerPoll>) {
+        let mut next = BTreeMap::new();
+        for poll in polls {
+            let mut health = self.servers.remove(&poll.server).unwrap_or_default();
+            health.last.clear();
+            for exchange in poll.exchanges {
+                if let Err(failure) = exchange.result {
+                    *health
+                        .errors
+                        .entry((exchange.command, failure))
+                        .or_insert(0) += 1;
+                }
+                if let Ok(Reply::Mntr(m)) = &exchange.result {
+                    health.skipped_lines += m.skipped as u64;
+                }
+                health.last.insert(exchange.command, exchange);
+            }
+            next.insert(poll.server, health);
+        }
+        self.servers = next;
+    }
+
+    pub fn servers(&self) -> impl Iterator<Item = (&str, &ServerHealth)> {
+        self.servers.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn server(&self, name: &str) -> Option<&ServerHealth> {
+        self.servers.get(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    pub fn up_count(&self) -> usize {
+        self.servers.values().filter(|s| s.up()).count()
+    }
+
+    /// Members reporting themselves leader; anything but 1 in a quorum
+    /// ensemble is trouble.
+    pub fn leaders(&self) -> usize {
+        self.servers
+            .values()
+            .filter(|s| s.up() && s.role() == Some(Role::Leader))
+            .count()
+    }
+
+    /// Largest minus smallest zxid counter among members in the newest
+    /// epoch: how far the slowest current member lags, in transactions.
+    pub fn zxid_spread(&self) -> Option<u64> {
+        let zxids: Vec<u64> = self
+            .servers
+            .values()
+            .filter(|s| s.up())
+            .filter_map(ServerHealth::zxid)
+            .collect();
+        let epoch = zxids.iter().map(|z| z >> 32).max()?;
+        let counters = zxids
+            .iter()
+            .filter(|z| *z >> 32 == epoch)
+            .map(|z| z & 0xffff_ffff);
+        let (min, max) = counters.fold((u64::MAX, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+        Some(max - min)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fourlw::interpret;
+
+    fn ex(command: Command, raw: &str) -> Exchange {
+        Exchange {
+            command,
+            duration: Duration::from_millis(1),
+            result: interpret(command, raw),
+        }
+    }
+
+    fn failed(command: Command, failure: Failure) -> Exchange {
+        Exchange {
+            command,
+            duration: Duration::from_secs(2),
+            result: Err(failure),
+        }
+    }
+
+    fn poll(server: &str, exchanges: Vec<Exchange>) -> ServerPoll {
+        ServerPoll {
+            server: server.into(),
+            exchanges,
+        }
+    }
+
+    #[test]
+    fn roles_leaders_and_spread() {
+        let mut e = Ensemble::default();
+        e.apply(vec![
+            poll(
+                "a",
+                vec![
+                    ex(Command::Srvr, "Mode: leader\nZxid: 0x200000010\n"),
+                    ex(Command::Ruok, "imok"),
+                ],
+            ),
+            poll(
+                "b",
+                vec![ex(Command::Srvr, "Mode: follower\nZxid: 0x20000000a\n")],
+            ),
+            poll(
+                "c",
+                vec![ex(Command::Srvr, "Mode: follower\nZxid: 0x1000000ff\n")],
+            ),
+            poll("d", vec![failed(Command::Srvr, Failure::Timeout)]),
+        ]);
+        assert_eq!((e.len(), e.up_count(), e.leaders()), (4, 3, 1));
+        assert_eq!(
+            e.zxid_spread(),
+            Some(6),
+            "only members in the newest epoch count"
+        );
+        assert_eq!(e.server("a").unwrap().ruok(), Some(true));
+        assert_eq!(e.server("b").unwrap().ruok(), None);
+        assert!(!e.server("d").unwrap().up());
+    }
+
+    #[test]
+    fn errors_accumulate_and_replies_do_not_linger() {
+        let mut e = Ensemble::default();
+        e.apply(vec![poll(
+            "a",
+            vec![ex(
+                Command::Mntr,
+                "zk_server_state\tleader\nzk_znode_count\t5\n",
+            )],
+        )]);
+        assert!(e.server("a").unwrap().mntr().is_some());
+        for _ in 0..2 {
+            e.apply(vec![poll(
+                "a",
+                vec![failed(Command::Mntr, Failure::Connect)],
+            )]);
+        }
+        let a = e.server("a").unwrap();
+        assert!(a.mntr().is_none(), "a failed poll removes the last values");
+        assert!(!a.up());
+        assert_eq!(a.errors.get(&(Command::Mntr, Failure::Connect)), Some(&2));
+        e.apply(vec![]);
+        assert!(e.is_empty(), "servers that left are forgotten");
+    }
+
+    #[test]
+    fn refusals_are_typed() {
+        let mut e = Ensemble::default();
+        e.apply(vec![poll(
+            "a",
+            vec![
+                ex(
+                    Command::Mntr,
+                    "mntr is not executed because it is not in the whitelist.\n",
+                ),
+                ex(
+                    Command::Srvr,
+                    "This ZooKeeper instance is not currently serving requests\n",
+                ),
+                ex(Command::Isro, "null"),
+            ],
+        )]);
+        let a = e.server("a").unwrap();
+        assert_eq!(
+            a.errors.get(&(Command::Mntr, Failure::NotAllowed)),
+            Some(&1)
+        );
+        assert_eq!(
+            a.errors.get(&(Command::Srvr, Failure::NotServing)),
+            Some(&1)
+        );
+        assert_eq!(a.read_only(), None);
+        assert!(!a.up());
+    }
+}
