@@ -13,7 +13,7 @@ cargo clippy --all-targets --locked -- -D warnings
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --locked --lib --bins --tests 2>&1 | tee "$log"
+cargo test --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

@@ -574,15 +574,15 @@ fn validate_four_letter_words(
         raw.min_interval.as_deref(),
         DEFAULT_FOURLW_MIN_INTERVAL,
     )?;
-    if let Some(url) = &raw.admin_url {
-        if !url.starts_with("http://") {
-            return Err(ConfigError::new(
-                format!("{key}.admin_url"),
-                format!(
-                    "`{url}` must be a plain http:// URL such as \"http://{{host}}:8080/commands\""
-                ),
-            ));
-        }
+    if let Some(url) = &raw.admin_url
+        && !url.starts_with("http://")
+    {
+        return Err(ConfigError::new(
+            format!("{key}.admin_url"),
+            format!(
+                "`{url}` must be a plain http:// URL such as \"http://{{host}}:8080/commands\""
+            ),
+        ));
     }
     Ok(FourLetterWordsConfig {
         enabled: raw.enabled.unwrap_or(true),

@@ -704,7 +704,7 @@ fn encode_fourlw_health(enc: &mut DescriptorEncoder, clusters: &[&ClusterState])
     family(
         enc,
         "zookeeper_fourlw_skipped_lines",
-        "mntr lines skipped because their key or value cannot be exported (labels, odd characters).",
+        "Lines of mntr replies skipped because their key or value cannot be exported (labels, odd characters).",
         MetricType::Counter,
         |m| each_server(clusters, |l, h| counter(m, l, h.skipped_lines)),
     )
@@ -747,11 +747,15 @@ fn encode_ensemble_totals(enc: &mut DescriptorEncoder, clusters: &[&ClusterState
     Ok(())
 }
 
-/// One mntr family across all servers: kind, HELP, and series.
+/// `cluster` and `server` labels of one polled server.
+type ServerLabels<'a> = [(&'a str, &'a str); 2];
+
+/// One mntr family across all servers: kind, HELP, and series (with the
+/// summary-set `key` label where there is one).
 struct MntrFamily<'a> {
     kind: Kind,
     help: String,
-    series: Vec<([(&'a str, &'a str); 2], Option<String>, f64)>,
+    series: Vec<(ServerLabels<'a>, Option<String>, f64)>,
 }
 
 const MNTR_UNITS: &str = "as ZooKeeper reports it: times in milliseconds, sizes in bytes";
@@ -838,8 +842,7 @@ fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
 /// summary type, and the text of a summary is the same in both formats.
 fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::Result {
     use std::fmt::Write;
-    let mut families: BTreeMap<String, (String, Vec<([(&str, &str); 2], Summary)>)> =
-        BTreeMap::new();
+    let mut families: BTreeMap<String, (String, Vec<(ServerLabels, Summary)>)> = BTreeMap::new();
     for c in clusters {
         let Some(ensemble) = &c.ensemble else {
             continue;

@@ -136,6 +136,44 @@ async fn quick_start_flags_watch_an_election_without_a_file() {
         ),
         Some(1.0)
     );
+    every_family_is_documented(&exporter.raw_metrics());
+}
+
+/// docs/metrics.md names exactly the families the exporter defines itself;
+/// families derived from mntr keys (HELP starting `mntr zk_`) are covered by
+/// the mntr table, checked by a unit test against the fixtures.
+fn every_family_is_documented(exposition: &str) {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
+    let from_mntr: std::collections::BTreeSet<&str> = exposition
+        .lines()
+        .filter_map(|l| l.strip_prefix("# HELP "))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, help)| help.starts_with("mntr zk_"))
+        .map(|(name, _)| name)
+        .collect();
+    let emitted: std::collections::BTreeSet<&str> = exposition
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| {
+            !from_mntr.contains(name) && !from_mntr.contains(name.trim_end_matches("_total"))
+        })
+        .collect();
+    assert!(emitted.len() >= 40, "{emitted:?}");
+    for name in &emitted {
+        assert!(
+            docs.contains(&format!("| `{name}` |")),
+            "{name} is missing from docs/metrics.md"
+        );
+    }
+    for row in docs.lines().filter_map(|l| l.strip_prefix("| `zookeeper_")) {
+        let name = format!("zookeeper_{}", row.split('`').next().unwrap());
+        assert!(
+            emitted.contains(name.as_str()),
+            "docs/metrics.md documents {name}, which is not emitted"
+        );
+    }
 }
 
 #[test]

@@ -158,17 +158,18 @@ fn metric_name(base: &str) -> String {
 /// Splits a folded family into (summary-set name, key) where it is one.
 fn summary_set(family: &str) -> (String, Option<String>) {
     for set in ID_SETS {
-        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_')) {
-            if !key.is_empty() && key.chars().all(|c| c.is_ascii_digit()) {
-                return ((*set).to_owned(), Some(key.to_owned()));
-            }
+        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_'))
+            && !key.is_empty()
+            && key.chars().all(|c| c.is_ascii_digit())
+        {
+            return ((*set).to_owned(), Some(key.to_owned()));
         }
     }
     for set in NAMESPACE_SETS {
-        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_')) {
-            if !key.is_empty() {
-                return ((*set).to_owned(), Some(key.to_owned()));
-            }
+        if let Some(key) = family.strip_suffix(set).and_then(|k| k.strip_suffix('_'))
+            && !key.is_empty()
+        {
+            return ((*set).to_owned(), Some(key.to_owned()));
         }
     }
     (family.to_owned(), None)
@@ -405,5 +406,113 @@ mod tests {
             let names: BTreeSet<_> = m.samples.iter().map(|s| (&s.name, &s.set_key)).collect();
             assert_eq!(names.len(), m.samples.len(), "{role}: unique names");
         }
+    }
+}
+
+/// The mntr-key → metric table of docs/metrics.md, generated from the
+/// fixtures of every ZooKeeper version in tests/fixtures.
+#[cfg(test)]
+mod doc_table {
+    use super::*;
+    use crate::fourlw::parse::parse_mntr;
+    use std::path::Path;
+
+    const BEGIN: &str =
+        "<!-- mntr-table:begin (generated: ZKEE_BLESS=1 cargo test --lib mntr_table) -->";
+    const END: &str = "<!-- mntr-table:end -->";
+
+    fn table() -> String {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut rows: BTreeMap<String, (String, String, BTreeSet<String>)> = BTreeMap::new();
+        let mut versions: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        versions.sort();
+        for version in versions {
+            for role in std::fs::read_dir(&version).unwrap().flatten() {
+                let Ok(text) = std::fs::read_to_string(role.path().join("mntr.txt")) else {
+                    continue;
+                };
+                let Ok(mntr) = parse_mntr(&text) else {
+                    continue;
+                };
+                let v = version.file_name().unwrap().to_string_lossy().into_owned();
+                let m = map_mntr(&mntr);
+                for s in &m.samples {
+                    let (name, kind) = match s.kind {
+                        Kind::Counter => (format!("{}_total", s.name), "counter"),
+                        Kind::Gauge => (s.name.clone(), "gauge"),
+                    };
+                    let label = if s.set_key.is_some() {
+                        " (`key` label)"
+                    } else {
+                        ""
+                    };
+                    let e = rows
+                        .entry(s.source.clone())
+                        .or_insert_with(|| (String::new(), kind.to_owned(), BTreeSet::new()));
+                    if !e.0.contains(&name) {
+                        if !e.0.is_empty() {
+                            e.0.push_str(", ");
+                        }
+                        e.0.push_str(&format!("`{name}`{label}"));
+                    }
+                    e.2.insert(v.clone());
+                }
+                for s in &m.summaries {
+                    let label = if s.set_key.is_some() {
+                        " (`key` label)"
+                    } else {
+                        ""
+                    };
+                    let e = rows
+                        .entry(s.source.clone())
+                        .or_insert_with(|| (String::new(), "summary".to_owned(), BTreeSet::new()));
+                    e.1 = "summary + gauges".to_owned();
+                    if !e.0.contains(&format!("`{}`", s.name)) {
+                        let text = format!("`{}`{label} (quantiles, `_sum`, `_count`)", s.name);
+                        e.0 = if e.0.is_empty() {
+                            text
+                        } else {
+                            format!("{text}, {}", e.0)
+                        };
+                    }
+                    e.2.insert(v.clone());
+                }
+            }
+        }
+        let mut out =
+            format!("{BEGIN}\n| mntr key | metric | type | seen in |\n| --- | --- | --- | --- |\n");
+        for (source, (names, kind, seen)) in rows {
+            let seen: Vec<String> = seen.into_iter().collect();
+            out.push_str(&format!(
+                "| `{source}` | {names} | {kind} | {} |\n",
+                seen.join(", ")
+            ));
+        }
+        out.push_str(END);
+        out
+    }
+
+    #[test]
+    fn mntr_table_in_docs_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md");
+        let docs = std::fs::read_to_string(&path).unwrap();
+        let (Some(b), Some(e)) = (docs.find(BEGIN), docs.find(END)) else {
+            panic!("docs/metrics.md lacks the mntr-table markers");
+        };
+        let current = &docs[b..e + END.len()];
+        let fresh = table();
+        if std::env::var_os("ZKEE_BLESS").is_some() {
+            std::fs::write(&path, docs.replace(current, &fresh)).unwrap();
+            return;
+        }
+        assert!(
+            current == fresh,
+            "the mntr table in docs/metrics.md is stale; run ZKEE_BLESS=1 cargo test --lib mntr_table"
+        );
     }
 }

@@ -311,10 +311,10 @@ impl Conf {
 pub fn parse_conf(reply: &str) -> Result<Conf, ParseError> {
     let mut conf = Conf::default();
     for line in reply.lines() {
-        if let Some((k, v)) = line.split_once('=') {
-            if !k.trim().starts_with("server.") {
-                conf.values.insert(k.trim().to_owned(), v.trim().to_owned());
-            }
+        if let Some((k, v)) = line.split_once('=')
+            && !k.trim().starts_with("server.")
+        {
+            conf.values.insert(k.trim().to_owned(), v.trim().to_owned());
         }
     }
     conf.members = parse_members(reply);
@@ -385,11 +385,11 @@ pub fn parse_wchs(reply: &str) -> Result<Wchs, ParseError> {
                 (w.connections, w.paths) = (n, m);
                 seen += 1;
             }
-        } else if let Some(total) = line.trim().strip_prefix("Total watches:") {
-            if let Ok(t) = total.trim().parse() {
-                w.watches = t;
-                seen += 1;
-            }
+        } else if let Some(total) = line.trim().strip_prefix("Total watches:")
+            && let Ok(t) = total.trim().parse()
+        {
+            w.watches = t;
+            seen += 1;
         }
     }
     if seen == 0 {

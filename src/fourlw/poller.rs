@@ -103,12 +103,12 @@ impl Poller {
             Ok(raw) => interpret(command, &raw),
             Err(failure) => Err(failure),
         };
-        if let (Err(Failure::NotAllowed), Some(template)) = (&result, &self.config.admin_url) {
-            if admin::supports(command) {
-                let left = self.config.timeout.saturating_sub(started.elapsed());
-                if let Ok(reply) = admin::fetch(template, server, command, left).await {
-                    result = Ok(reply);
-                }
+        if let (Err(Failure::NotAllowed), Some(template)) = (&result, &self.config.admin_url)
+            && admin::supports(command)
+        {
+            let left = self.config.timeout.saturating_sub(started.elapsed());
+            if let Ok(reply) = admin::fetch(template, server, command, left).await {
+                result = Ok(reply);
             }
         }
         Exchange {

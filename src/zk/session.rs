@@ -20,6 +20,7 @@ use super::watch::{
     MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
+use crate::fourlw::parse::parse_members;
 use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
@@ -27,6 +28,8 @@ use crate::model::tree::TreePattern;
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How often `/zookeeper/config` is re-read for ensemble members.
+const MEMBERS_REFRESH: Duration = Duration::from_secs(30);
 /// How soon a tree whose listing failed (no rights, connection loss) is retried.
 const SYNC_RETRY: Duration = Duration::from_secs(5);
 
@@ -261,6 +264,10 @@ impl<'a> Session<'a> {
             g.session.last_error = None;
         }
         self.sync_all().await;
+        self.refresh_members().await;
+        let mut members = tokio::time::interval(MEMBERS_REFRESH);
+        members.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        members.reset();
         let mut probe = tokio::time::interval(self.cfg.latency_probe_interval);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut retry = tokio::time::interval(SYNC_RETRY);
@@ -297,6 +304,7 @@ impl<'a> Session<'a> {
                         }
                         connected = true;
                         self.sync_all().await;
+                        self.refresh_members().await;
                     }
                     ZkState::Expired => {
                         let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
@@ -333,6 +341,7 @@ impl<'a> Session<'a> {
                         observe(&self.state, "read", started.elapsed());
                     }
                 }
+                _ = members.tick(), if connected => self.refresh_members().await,
                 _ = retry.tick(), if connected => {
                     let failed: Vec<usize> = {
                         let g = self.state.read().unwrap_or_else(|p| p.into_inner());
@@ -388,6 +397,26 @@ impl<'a> Session<'a> {
             oneshot::apply_event(&self.client, pattern, event, &sink, levels, &self.state).await?;
         }
         Ok(())
+    }
+
+    /// Reads the members the ensemble publishes in `/zookeeper/config`
+    /// (3.5+), so the four-letter-word poller sees a grown ensemble. Servers
+    /// without it (3.4, or no client addresses listed) leave the list empty.
+    async fn refresh_members(&self) {
+        let members = match self.client.get_config().await {
+            Ok((data, _)) => parse_members(&String::from_utf8_lossy(&data))
+                .into_iter()
+                .filter_map(|m| m.client_address)
+                .collect(),
+            Err(e) => {
+                debug!(cluster = %self.cfg.name, "no /zookeeper/config ({e})");
+                Vec::new()
+            }
+        };
+        self.state
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .members = members;
     }
 
     async fn sync_all(&mut self) {

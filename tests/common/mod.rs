@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// Where Debian installs the ZooKeeper jar; its manifest pulls in the rest.
-const ZK_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar";
+/// servlet-api lets Debian's ZooKeeper start its AdminServer when asked to.
+const ZK_CLASSPATH: &str =
+    "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/servlet-api.jar";
 const ZK_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
 /// Short ticks make session expiry fast: sessions may be 400 ms .. 20 s.
@@ -104,35 +106,70 @@ pub struct ZkServer {
 
 /// zoo.cfg lines every test server shares: short ticks, every four-letter
 /// word allowed, no AdminServer, no per-address connection limit.
-fn base_config(data: &std::path::Path, port: u16) -> String {
-    format!(
+fn base_config(data: &std::path::Path, port: u16, options: &ServerOptions) -> String {
+    let mut cfg = format!(
         "tickTime={TICK_MS}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-         maxSessionTimeout=20000\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
-         maxClientCnxns=0\n",
+         maxSessionTimeout=20000\nmaxClientCnxns=0\n",
         data.display()
-    )
+    );
+    if let Some(list) = options.whitelist {
+        cfg.push_str(&format!("4lw.commands.whitelist={list}\n"));
+    }
+    match options.admin_port {
+        Some(p) => cfg.push_str(&format!(
+            "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={p}\n"
+        )),
+        None => cfg.push_str("admin.enableServer=false\n"),
+    }
+    cfg
+}
+
+/// How a test server is configured beyond the defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerOptions {
+    /// `4lw.commands.whitelist`; `None` leaves ZooKeeper's default (srvr only).
+    pub whitelist: Option<&'static str>,
+    /// Port of the AdminServer; `None` disables it.
+    pub admin_port: Option<u16>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            whitelist: Some("*"),
+            admin_port: None,
+        }
+    }
 }
 
 impl ZkServer {
     /// Starts a standalone server.
     pub fn start() -> Self {
-        let mut server = Self::prepare("", None);
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// Starts a standalone server with `options`.
+    pub fn start_with(options: ServerOptions) -> Self {
+        let mut server = Self::prepare("", None, free_port(), &options);
         server.launch();
         server
     }
 
     /// Writes the config of a server (standalone, or ensemble member `myid`
     /// with the `server.N=` lines in `extra`) without starting it.
-    fn prepare(extra: &str, myid: Option<u32>) -> Self {
+    fn prepare(extra: &str, myid: Option<u32>, port: u16, options: &ServerOptions) -> Self {
         let dir = temp_dir("zk");
-        let port = free_port();
         let config = dir.join("zoo.cfg");
         let data = dir.join("data");
         std::fs::create_dir_all(&data).unwrap();
         if let Some(id) = myid {
             std::fs::write(data.join("myid"), id.to_string()).unwrap();
         }
-        std::fs::write(&config, format!("{}{extra}", base_config(&data, port))).unwrap();
+        std::fs::write(
+            &config,
+            format!("{}{extra}", base_config(&data, port, options)),
+        )
+        .unwrap();
         Self {
             port,
             dir,
@@ -226,6 +263,38 @@ impl ZkServer {
         self.launch();
     }
 
+    /// PID of the JVM (the watchdog shell's child).
+    fn jvm_pid(&self) -> String {
+        let shell = self.child.as_ref().expect("server not running").id();
+        let out = Command::new("pgrep")
+            .args(["-P", &shell.to_string(), "java"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// SIGSTOP: the server keeps its sockets but answers nothing (a hung JVM).
+    pub fn freeze(&self) {
+        assert!(
+            Command::new("kill")
+                .args(["-STOP", &self.jvm_pid()])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    /// SIGCONT after [`Self::freeze`].
+    pub fn thaw(&self) {
+        assert!(
+            Command::new("kill")
+                .args(["-CONT", &self.jvm_pid()])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
     /// `leader`, `follower` or `standalone`, from `srvr`.
     pub fn mode(&self) -> Option<String> {
         let reply = four_letter(self.port, "srvr").ok()?;
@@ -243,12 +312,24 @@ pub struct ZkEnsemble {
 
 impl ZkEnsemble {
     pub fn start(size: u32) -> Self {
+        // Members publish their client address (`;host:port`), as a 3.5+
+        // dynamic configuration does, so /zookeeper/config lists them.
+        let ports: Vec<u16> = (1..=size).map(|_| free_port()).collect();
         let peers: String = (1..=size)
-            .map(|id| format!("server.{id}=127.0.0.1:{}:{}\n", free_port(), free_port()))
+            .zip(&ports)
+            .map(|(id, client)| {
+                format!(
+                    "server.{id}=127.0.0.1:{}:{}:participant;127.0.0.1:{client}\n",
+                    free_port(),
+                    free_port()
+                )
+            })
             .collect();
         let extra = format!("initLimit=50\nsyncLimit=25\n{peers}");
+        let options = ServerOptions::default();
         let mut servers: Vec<ZkServer> = (1..=size)
-            .map(|id| ZkServer::prepare(&extra, Some(id)))
+            .zip(&ports)
+            .map(|(id, port)| ZkServer::prepare(&extra, Some(id), *port, &options))
             .collect();
         // Start all members before waiting: none serves before a quorum is up.
         for s in &mut servers {
@@ -732,4 +813,62 @@ pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
          latency_probe_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n",
         servers.join(", ")
     )
+}
+
+/// Families whose names break a promtool lint rule on purpose: their names
+/// are part of the documented interface. `zookeeper_node_count` mirrors
+/// srvr's "Node count" (a gauge despite `_count`); `zookeeper_zxid_counter`
+/// is the zxid's counter half (a gauge despite the word "counter").
+const LINT_EXCEPTIONS: &[&str] = &["zookeeper_node_count", "zookeeper_zxid_counter"];
+
+/// Runs `promtool check metrics` (Debian's prometheus package) on `text`.
+/// Parse errors always fail. Lint hints (exit code 3) are accepted only for
+/// families named after ZooKeeper's own mntr keys (HELP starting `mntr `,
+/// names kept as ZooKeeper spells them) and [`LINT_EXCEPTIONS`].
+pub fn promtool_check(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("promtool (Debian package prometheus) must be installed: {e}"))?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(3) if !report.contains("error while linting") => {
+            let from_mntr: std::collections::BTreeSet<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("# HELP "))
+                .filter_map(|l| l.split_once(' '))
+                .filter(|(_, help)| help.starts_with("mntr zk_"))
+                .map(|(name, _)| name)
+                .collect();
+            let ours: Vec<&str> = report
+                .lines()
+                .filter(|l| {
+                    let name = l.split_whitespace().next().unwrap_or_default();
+                    !from_mntr.contains(name) && !LINT_EXCEPTIONS.contains(&name)
+                })
+                .collect();
+            if ours.is_empty() {
+                Ok(())
+            } else {
+                Err(ours.join("\n"))
+            }
+        }
+        _ => Err(report),
+    }
 }

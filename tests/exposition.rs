@@ -1,0 +1,151 @@
+//! The whole exposition, without servers: a golden test over the fixture
+//! set, and a property test that any reply bytes render into output a real
+//! Prometheus parser (`promtool check metrics`) accepts.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+mod common;
+
+use common::promtool_check;
+use proptest::prelude::*;
+use zk_election_exporter::fourlw::{self, Command as Word};
+use zk_election_exporter::metrics::Exposition;
+use zk_election_exporter::model::ClusterState;
+use zk_election_exporter::model::candidate::IdentityMode;
+use zk_election_exporter::model::election::Now;
+use zk_election_exporter::model::ensemble::{Exchange, ServerPoll};
+use zk_election_exporter::model::tree::{ChildNode, ElectionTree, TreePattern};
+
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_default()
+}
+
+fn exchange(command: Word, raw: &str) -> Exchange {
+    Exchange {
+        command,
+        duration: Duration::from_millis(3),
+        result: fourlw::interpret(command, raw),
+    }
+}
+
+/// A server polled with every default command, replies from `dir`.
+fn poll_from(server: &str, dir: &str) -> ServerPoll {
+    ServerPoll {
+        server: server.into(),
+        exchanges: fourlw::Command::DEFAULT
+            .iter()
+            .map(|c| exchange(*c, &fixture(&format!("{dir}/{}.txt", c.name()))))
+            .collect(),
+    }
+}
+
+fn render(cluster: ClusterState) -> String {
+    let exposition = Exposition::new(vec![Arc::new(RwLock::new(cluster))]);
+    exposition.render(false).unwrap()
+}
+
+fn golden_cluster() -> ClusterState {
+    let mut tree = ElectionTree::new(
+        TreePattern::parse("/wechat/bots/*").unwrap(),
+        IdentityMode::Data,
+    );
+    let child = |name: &str, data: &str| ChildNode {
+        name: name.into(),
+        data: data.as_bytes().to_vec(),
+        ephemeral_owner: 7,
+        ctime_ms: 1_700_000_000_000,
+    };
+    tree.apply_listing(
+        vec![(
+            "/wechat/bots/bot_1".into(),
+            vec![
+                child("instance_0000000001", "phone-a"),
+                child("instance_0000000002", "phone-b"),
+            ],
+        )],
+        Now {
+            mono: std::time::Instant::now(),
+            wall: SystemTime::UNIX_EPOCH,
+        },
+    );
+    let mut cluster = ClusterState::new("golden".into(), vec![tree], true);
+    cluster.ensemble.as_mut().unwrap().apply(vec![
+        poll_from("zk1:2181", "3.8.0/leader"),
+        poll_from("zk2:2181", "3.8.0/follower"),
+        poll_from("zk3:2181", "3.8.0/not-serving"),
+        poll_from("old:2181", "3.4-doc/leader"),
+        poll_from("new:2181", "3.9-doc/leader"),
+        poll_from("locked:2181", "3.8.0/default-whitelist"),
+    ]);
+    cluster
+}
+
+#[test]
+fn golden_exposition_of_the_fixture_set() {
+    let rendered: String = render(golden_cluster())
+        .lines()
+        .filter(|l| !l.contains("zookeeper_exporter_build_info"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    promtool_check(&rendered).unwrap();
+    let path = format!(
+        "{}/tests/golden/exposition.prom",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var_os("ZKEE_BLESS").is_some() {
+        std::fs::create_dir_all(std::path::Path::new(&path).parent().unwrap()).unwrap();
+        std::fs::write(&path, &rendered).unwrap();
+    }
+    let golden = std::fs::read_to_string(&path).unwrap_or_default();
+    if golden != rendered {
+        let diff: Vec<String> = golden
+            .lines()
+            .zip(rendered.lines())
+            .filter(|(a, b)| a != b)
+            .take(5)
+            .map(|(a, b)| format!("- {a}\n+ {b}"))
+            .collect();
+        panic!(
+            "exposition differs from tests/golden/exposition.prom (review, then ZKEE_BLESS=1 cargo test --test exposition):\n{}",
+            diff.join("\n")
+        );
+    }
+    // Spot checks that the golden file says what the docs promise.
+    assert!(
+        rendered.contains("zookeeper_ensemble_leaders{cluster=\"golden\"} 3"),
+        "the 3.8, 3.4 and 3.9 leaders"
+    );
+    assert!(rendered.contains(
+        "zookeeper_fourlw_skipped_lines_total{cluster=\"golden\",server=\"new:2181\"} 3"
+    ));
+    assert!(rendered.contains("# TYPE zookeeper_readlatency summary"));
+    assert!(rendered.contains("zookeeper_latency_avg{cluster=\"golden\",server=\"old:2181\"}"));
+}
+
+fn any_reply() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..300)
+            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        "(zk_[a-z_{}=\\\\\".-]{1,10}\t[-0-9.eEa-z{}\"\\\\]{0,8}\n){0,12}",
+        "(Zookeeper version: .{0,20}\n)?(Mode: [a-z-]{0,10}\n)?(Zxid: 0x[0-9a-fz]{0,18}\n)?(Node count: [0-9a-z]{0,12}\n)?",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_reply_renders_valid_exposition(replies in proptest::collection::vec(any_reply(), 5)) {
+        let mut cluster = ClusterState::new("fuzz\"\\\n".into(), vec![], true);
+        let exchanges = fourlw::Command::DEFAULT.iter().zip(&replies).map(|(c, r)| exchange(*c, r)).collect();
+        cluster.ensemble.as_mut().unwrap().apply(vec![ServerPoll { server: "h\"o\\s\nt:1".into(), exchanges }]);
+        let text = render(cluster);
+        let checked = promtool_check(&text);
+        prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), text);
+    }
+}
