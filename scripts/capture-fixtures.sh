@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages
+ensure_packages curl
 
 work=$(mktemp -d /tmp/zk-fixtures.XXXXXX)
 pids=()
@@ -16,7 +16,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ask() { (exec 3<>"/dev/tcp/127.0.0.1/$1"; printf '%s' "$2" >&3; timeout 3 cat <&3) 2>/dev/null || true; }
 start() { # dir
-  java -Xmx128m -Dzookeeper.log.dir="$1" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+  java -Xmx128m -Dzookeeper.log.dir="$1" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/servlet-api.jar \
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$1/zoo.cfg" >"$1/log" 2>&1 &
   pids+=($!)
 }
@@ -36,8 +36,8 @@ done
 sa=$(free_port); d="$work/standalone"; mkdir -p "$d/data"
 printf 'tickTime=200\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n' "$d/data" "$sa" > "$d/zoo.cfg"
 start "$d"
-dw=$(free_port); d="$work/default"; mkdir -p "$d/data"
-printf 'tickTime=200\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n' "$d/data" "$dw" > "$d/zoo.cfg"
+dw=$(free_port); admin=$(free_port); d="$work/default"; mkdir -p "$d/data"
+printf 'tickTime=200\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=%s\n' "$d/data" "$dw" "$admin" > "$d/zoo.cfg"
 start "$d"
 for p in "${ports[1]}" "${ports[2]}" "${ports[3]}" "$sa" "$dw"; do wait_mode "$p"; done
 
@@ -55,6 +55,10 @@ for cmd in mntr srvr stat ruok isro conf cons wchs envi; do
   ask "$leader" "$cmd" > "$out/leader/$cmd.txt"
   ask "$follower" "$cmd" > "$out/follower/$cmd.txt"
   ask "$dw" "$cmd" > "$out/default-whitelist/$cmd.txt"
+done
+mkdir -p "$out/admin"
+for cmd in mntr srvr ruok isro conf; do
+  curl -fsS "http://127.0.0.1:$admin/commands/$cmd" > "$out/admin/$cmd.json"
 done
 # A member that lost its quorum answers "not currently serving".
 mkdir -p "$out/not-serving"

@@ -1,11 +1,13 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
-# Installs the given Debian packages when a probe says they are missing.
-# Usage: ensure_packages "probe command" package [package...]
+# Installs what is missing of ZooKeeper, Java and servlet-api (always
+# needed) and of the named tools. Usage: ensure_packages [promtool] [curl]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
   command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+  # Lets ZooKeeper's AdminServer start (the admin fallback test needs it).
+  [ -f /usr/share/java/servlet-api.jar ] || missing+=(libservlet-api-java)
   for tool in "$@"; do
     case "$tool" in
       promtool) command -v promtool >/dev/null 2>&1 || missing+=(prometheus) ;;
