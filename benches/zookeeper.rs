@@ -185,6 +185,106 @@ fn large_tree(zk: &ZkServer) {
     let _ = sim.wait();
 }
 
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Four-letter words: scrape latency of a 3-server ensemble against one raw
+/// mntr round trip, a scrape with one member hung, and RSS over 1,000 scrapes.
+fn ensemble_scrapes() {
+    let ensemble = ZkEnsemble::start(3);
+    let addresses: Vec<String> = ensemble.servers.iter().map(ZkServer::address).collect();
+    let exporter_for = |servers: &[String], commands: &str| {
+        let quoted: Vec<String> = servers.iter().map(|a| format!("\"{a}\"")).collect();
+        let exporter = Exporter::start(&format!(
+            "[[clusters]]\nname = \"bench\"\nservers = [{}]\n[clusters.four_letter_words]\ntimeout = \"1s\"\n{commands}\n",
+            quoted.join(", ")
+        ));
+        let want = servers.len() as f64;
+        wait_for("members up", Duration::from_secs(30), || {
+            let m = exporter.metrics()?;
+            (m.get("zookeeper_ensemble_servers_up", &[]) == Some(want))
+                .then_some(())
+                .ok_or("not yet".into())
+        });
+        exporter
+    };
+    let variants = [
+        (
+            "3 servers x 5 default commands",
+            addresses.clone(),
+            "min_interval = \"0s\"",
+        ),
+        (
+            "3 servers x mntr only",
+            addresses.clone(),
+            "min_interval = \"0s\"\ncommands = [\"mntr\"]",
+        ),
+    ];
+    for (what, servers, commands) in variants {
+        let exporter = exporter_for(&servers, commands);
+        let (mut raw, mut scrape) = (Vec::new(), Vec::new());
+        let mut series = 0;
+        for _ in 0..60 {
+            let t = Instant::now();
+            four_letter(ensemble.servers[0].port, "mntr").unwrap();
+            raw.push(t.elapsed());
+            let t = Instant::now();
+            let body = get_raw(exporter.port);
+            scrape.push(t.elapsed());
+            series = body
+                .split(|b| *b == b'\n')
+                .filter(|l| l.first() == Some(&b'z'))
+                .count();
+        }
+        let (raw, scrape) = (median(raw), median(scrape));
+        println!(
+            "(d) {what} ({series} series), every scrape a fresh collection: raw mntr round trip median {raw:.2?}; GET /metrics median {scrape:.2?}; ratio {:.2}",
+            scrape.as_secs_f64() / raw.as_secs_f64()
+        );
+    }
+    let cached_exporter = exporter_for(&addresses, "min_interval = \"60s\"");
+    let cached: Vec<Duration> = (0..60)
+        .map(|_| {
+            let t = Instant::now();
+            get_raw(cached_exporter.port);
+            t.elapsed()
+        })
+        .collect();
+    drop(cached_exporter);
+    let exporter = exporter_for(&addresses, "min_interval = \"0s\"");
+    println!(
+        "(d) the same scrape answered from a collection younger than min_interval: median {:.2?}",
+        median(cached)
+    );
+    ensemble.servers[1].freeze();
+    let hung: Vec<Duration> = (0..10)
+        .map(|_| {
+            let t = Instant::now();
+            get_raw(exporter.port);
+            t.elapsed()
+        })
+        .collect();
+    ensemble.servers[1].thaw();
+    let worst = *hung.iter().max().unwrap();
+    println!(
+        "(e) one member SIGSTOPped, timeout 1 s: scrape median {:.3?}, worst {worst:.3?} (target <= 1.1 s)",
+        median(hung.clone())
+    );
+    let pid = exporter.pid();
+    let before = rss_kib(pid, "VmRSS:");
+    for _ in 0..1000 {
+        get_raw(exporter.port);
+    }
+    println!(
+        "(f) RSS before 1,000 scrapes {:.1} MiB, after {:.1} MiB (peak {:.1} MiB)",
+        before as f64 / 1024.0,
+        rss_kib(pid, "VmRSS:") as f64 / 1024.0,
+        rss_kib(pid, "VmHWM:") as f64 / 1024.0
+    );
+}
+
 fn main() {
     let zk = ZkServer::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -193,4 +293,6 @@ fn main() {
         .unwrap();
     runtime.block_on(switch_latency(&zk));
     large_tree(&zk);
+    drop(zk);
+    ensemble_scrapes();
 }

@@ -18,7 +18,7 @@ use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 
 use crate::fourlw::Failure;
-use crate::fourlw::mntr::{Kind, Mapped, Summary, map_mntr};
+use crate::fourlw::mntr::{Kind, Mapped, Summary};
 use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
 use crate::model::ensemble::{Ensemble, ServerHealth};
 use crate::model::histogram::Histogram;
@@ -761,17 +761,13 @@ struct MntrFamily<'a> {
 const MNTR_UNITS: &str = "as ZooKeeper reports it: times in milliseconds, sizes in bytes";
 
 fn encode_mntr_samples(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
-    let mapped: Vec<([(&str, &str); 2], Mapped)> = clusters
+    let mapped: Vec<(ServerLabels, &Mapped)> = clusters
         .iter()
         .filter_map(|c| c.ensemble.as_ref().map(|e| (c, e)))
         .flat_map(|(c, e)| {
             e.servers().filter_map(move |(server, h)| {
-                h.mntr().map(|m| {
-                    (
-                        [("cluster", c.name.as_str()), ("server", server)],
-                        map_mntr(m),
-                    )
-                })
+                let labels = [("cluster", c.name.as_str()), ("server", server)];
+                h.mapped.as_ref().map(|m| (labels, m))
             })
         })
         .collect();
@@ -842,16 +838,16 @@ fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
 /// summary type, and the text of a summary is the same in both formats.
 fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::Result {
     use std::fmt::Write;
-    let mut families: BTreeMap<String, (String, Vec<(ServerLabels, Summary)>)> = BTreeMap::new();
+    let mut families: BTreeMap<&str, (String, Vec<(ServerLabels, &Summary)>)> = BTreeMap::new();
     for c in clusters {
         let Some(ensemble) = &c.ensemble else {
             continue;
         };
         for (server, h) in ensemble.servers() {
-            let Some(m) = h.mntr() else { continue };
-            for s in map_mntr(m).summaries {
+            let Some(m) = &h.mapped else { continue };
+            for s in &m.summaries {
                 let f = families
-                    .entry(s.name.clone())
+                    .entry(s.name.as_str())
                     .or_insert_with(|| (format!("mntr {} ({MNTR_UNITS}).", s.source), Vec::new()));
                 f.1.push(([("cluster", c.name.as_str()), ("server", server)], s));
             }

@@ -85,6 +85,11 @@ async fn roles_leader_failover_and_a_hung_member() {
         None,
         "no stale per-key series"
     );
+    assert_eq!(
+        server_value(&m, "zookeeper_config_tick_time_seconds", &first),
+        None,
+        "no stale configuration either (conf replies are reused only while the server answers)"
+    );
     assert_eq!(total(&m, "zookeeper_ensemble_servers_up"), Some(2.0));
     let refused = m.get(
         "zookeeper_fourlw_errors_total",

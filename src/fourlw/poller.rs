@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use tracing::{info, warn};
@@ -28,6 +28,17 @@ pub struct Poller {
     refused: Mutex<HashSet<(String, Command)>>,
     /// Last known up/down of each server, to log transitions only.
     was_up: Mutex<HashMap<String, bool>>,
+    /// Good replies of commands whose answer is configuration (`conf`,
+    /// `envi`), reused for [`STATIC_REFRESH`] to spare the server.
+    static_replies: Mutex<HashMap<(String, Command), (Instant, Exchange)>>,
+}
+
+/// How long a good `conf` or `envi` reply is reused: it only changes when
+/// the server restarts with another configuration.
+const STATIC_REFRESH: Duration = Duration::from_secs(60);
+
+fn is_static(command: Command) -> bool {
+    matches!(command, Command::Conf | Command::Envi)
 }
 
 impl Poller {
@@ -39,6 +50,7 @@ impl Poller {
             finished: tokio::sync::Mutex::new(None),
             refused: Mutex::default(),
             was_up: Mutex::default(),
+            static_replies: Mutex::default(),
         }
     }
 
@@ -84,13 +96,35 @@ impl Poller {
     }
 
     async fn poll_server(&self, server: &str) -> ServerPoll {
-        let exchanges = join_all(
+        let mut exchanges = join_all(
             self.config
                 .commands
                 .iter()
                 .map(|c| self.exchange(server, *c)),
         )
         .await;
+        // A server that answers nothing live must not show cached config.
+        let live_failure =
+            exchanges
+                .iter()
+                .filter(|e| !is_static(e.command))
+                .try_fold(None, |first, e| match &e.result {
+                    Ok(_) => Err(()),
+                    Err(f) => Ok(first.or(Some(*f))),
+                });
+        if let Ok(Some(failure)) = live_failure {
+            let mut cache = self
+                .static_replies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            for e in exchanges
+                .iter_mut()
+                .filter(|e| is_static(e.command) && e.result.is_ok())
+            {
+                cache.remove(&(server.to_owned(), e.command));
+                e.result = Err(failure);
+            }
+        }
         ServerPoll {
             server: server.to_owned(),
             exchanges,
@@ -98,6 +132,34 @@ impl Poller {
     }
 
     async fn exchange(&self, server: &str, command: Command) -> Exchange {
+        let key = (server.to_owned(), command);
+        if is_static(command) {
+            let cache = self
+                .static_replies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some((at, exchange)) = cache.get(&key) {
+                if at.elapsed() < STATIC_REFRESH {
+                    return exchange.clone();
+                }
+            }
+        }
+        let exchange = self.exchange_now(server, command).await;
+        if is_static(command) {
+            let mut cache = self
+                .static_replies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if exchange.result.is_ok() {
+                cache.insert(key, (Instant::now(), exchange.clone()));
+            } else {
+                cache.remove(&key);
+            }
+        }
+        exchange
+    }
+
+    async fn exchange_now(&self, server: &str, command: Command) -> Exchange {
         let started = Instant::now();
         let mut result = match client::exchange(server, command.name(), self.config.timeout).await {
             Ok(raw) => interpret(command, &raw),

@@ -593,6 +593,10 @@ impl Exporter {
         http_get(self.port, "/ready").unwrap()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
