@@ -834,11 +834,14 @@ fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
     out.push('}');
 }
 
+/// HELP text and the series of one summary family across servers.
+type SummaryFamily<'a> = (String, Vec<(ServerLabels<'a>, &'a Summary)>);
+
 /// Writes the summaries folded from mntr; `prometheus-client` has no
 /// summary type, and the text of a summary is the same in both formats.
 fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::Result {
     use std::fmt::Write;
-    let mut families: BTreeMap<&str, (String, Vec<(ServerLabels, &Summary)>)> = BTreeMap::new();
+    let mut families: BTreeMap<&str, SummaryFamily> = BTreeMap::new();
     for c in clusters {
         let Some(ensemble) = &c.ensemble else {
             continue;
@@ -855,7 +858,7 @@ fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::R
     }
     for (name, (help, series)) in families {
         out.push_str("# HELP ");
-        out.push_str(&name);
+        out.push_str(name);
         out.push(' ');
         escape(&help, out);
         out.push('\n');
@@ -869,15 +872,15 @@ fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::R
                 let q = q.to_string();
                 let mut with_q = labels.clone();
                 with_q.push(("quantile", &q));
-                out.push_str(&name);
+                out.push_str(name);
                 write_labels(out, &with_q);
                 writeln!(out, " {v}")?;
             }
-            out.push_str(&name);
+            out.push_str(name);
             out.push_str("_sum");
             write_labels(out, &labels);
             writeln!(out, " {}", s.sum)?;
-            out.push_str(&name);
+            out.push_str(name);
             out.push_str("_count");
             write_labels(out, &labels);
             writeln!(out, " {}", s.count)?;

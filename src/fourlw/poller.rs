@@ -138,10 +138,10 @@ impl Poller {
                 .static_replies
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some((at, exchange)) = cache.get(&key) {
-                if at.elapsed() < STATIC_REFRESH {
-                    return exchange.clone();
-                }
+            if let Some((at, exchange)) = cache.get(&key)
+                && at.elapsed() < STATIC_REFRESH
+            {
+                return exchange.clone();
             }
         }
         let exchange = self.exchange_now(server, command).await;
