@@ -72,6 +72,9 @@ show() {
   echo "--- switches so far: $(grep '^zookeeper_election_master_changes_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "masterless now: $(grep '^zookeeper_election_has_master' <<<"$m" | awk '$2==0' | wc -l)," \
     "session: $(grep '^zookeeper_session_state' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')"
+  echo "--- ZooKeeper: up=$(grep '^zookeeper_up{' <<<"$m" | awk '{print $2}')," \
+    "role=$(grep '^zookeeper_server_state{' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')," \
+    "znodes=$(grep '^zookeeper_znode_count{' <<<"$m" | awk '{print $2}')"
 }
 show
 end=$(( $(date +%s) + ${DEMO_DURATION:-999999999} ))
