@@ -270,6 +270,35 @@ async fn simulate_runs_real_elections_and_kills_masters() {
 }
 
 #[test]
+fn no_four_letter_words_turns_polling_off() {
+    let zk = shared_server();
+    let port = free_port();
+    let args: Vec<String> = [
+        "--zk",
+        &zk.address(),
+        "--no-four-letter-words",
+        "--web.listen-address",
+        &format!("127.0.0.1:{port}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let exporter = Exporter::spawn(&args, &[], port);
+    wait_for("session connected", Duration::from_secs(30), || {
+        let m = exporter.metrics()?;
+        let connected = m.get("zookeeper_session_state", &[("state", "connected")]) == Some(1.0);
+        if connected {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
+    });
+    let m = exporter.metrics().unwrap();
+    assert!(m.series("zookeeper_up", &[]).is_empty(), "no member polled");
+    assert!(m.series("zookeeper_ensemble_servers", &[]).is_empty());
+}
+
+#[test]
 fn simulate_rejects_nonsense() {
     let out = Command::new(BIN)
         .args(["simulate", "--zk", "127.0.0.1:1", "--elections", "0"])

@@ -79,6 +79,27 @@ async fn the_agent_follows_member_failures_and_quorum_loss_without_spurious_swit
         .await;
     let body = exporter.until_not_ready("not synced", T).await;
     assert!(body.contains("cluster test"), "{body}");
+    // The surviving member is up but refuses to serve without quorum: its
+    // four-letter words say so (it was found in /zookeeper/config).
+    let survivor = ensemble.servers[2].address();
+    let m = exporter
+        .until("the survivor reported as not serving", T, |m| {
+            m.get(
+                "zookeeper_fourlw_errors_total",
+                &[
+                    ("server", &*survivor),
+                    ("command", "mntr"),
+                    ("reason", "not_serving"),
+                ],
+            )
+            .is_some_and(|n| n >= 1.0)
+        })
+        .await;
+    assert_eq!(m.get("zookeeper_up", &[("server", &*survivor)]), Some(0.0));
+    assert_eq!(
+        m.get("zookeeper_ensemble_leaders", &[("cluster", "test")]),
+        Some(0.0)
+    );
 
     ensemble.servers[0].restart();
     let m = exporter
