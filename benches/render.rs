@@ -12,6 +12,7 @@ use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::tree::{ChildNode, ElectionTree, TreePattern};
 
 fn main() {
+    ensemble_cost();
     let elections = 10_000;
     let candidates = 3;
     let mut tree = ElectionTree::new(
@@ -65,4 +66,67 @@ fn main() {
             times[times.len() - 1]
         );
     }
+}
+
+/// Cost of one four-letter-word collection inside the exporter: parse and
+/// type three real mntr/srvr/ruok/isro/conf replies, then render.
+fn ensemble_cost() {
+    use zk_election_exporter::fourlw::{self, Command};
+    use zk_election_exporter::model::ensemble::{Exchange, ServerPoll};
+    let fixture = |role: &str, c: Command| {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/3.8.0/{role}/{}.txt",
+            env!("CARGO_MANIFEST_DIR"),
+            c.name()
+        ))
+        .unwrap()
+    };
+    let replies: Vec<(String, Vec<(Command, String)>)> = ["leader", "follower", "standalone"]
+        .iter()
+        .map(|role| {
+            let r = Command::DEFAULT
+                .iter()
+                .map(|c| (*c, fixture(role, *c)))
+                .collect();
+            (format!("{role}:2181"), r)
+        })
+        .collect();
+    let cluster = Arc::new(RwLock::new(ClusterState::new("bench".into(), vec![], true)));
+    let exposition = metrics::Exposition::new(vec![cluster.clone()]);
+    let (mut apply, mut render) = (Vec::new(), Vec::new());
+    for _ in 0..101 {
+        let start = Instant::now();
+        let polls = replies
+            .iter()
+            .map(|(server, r)| ServerPoll {
+                server: server.clone(),
+                exchanges: r
+                    .iter()
+                    .map(|(c, raw)| Exchange {
+                        command: *c,
+                        duration: Duration::from_millis(1),
+                        result: fourlw::interpret(*c, raw),
+                    })
+                    .collect(),
+            })
+            .collect();
+        cluster
+            .write()
+            .unwrap()
+            .ensemble
+            .as_mut()
+            .unwrap()
+            .apply(polls);
+        apply.push(start.elapsed());
+        let start = Instant::now();
+        let out = exposition.render(false).unwrap();
+        render.push(start.elapsed());
+        assert!(out.len() > 1000);
+    }
+    apply.sort();
+    render.sort();
+    println!(
+        "ensemble of 3 (real 3.8 replies, 5 commands): parse+type median {:.2?}, render median {:.2?}",
+        apply[50], render[50]
+    );
 }
