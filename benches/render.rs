@@ -9,13 +9,13 @@ use zk_election_exporter::metrics;
 use zk_election_exporter::model::ClusterState;
 use zk_election_exporter::model::candidate::IdentityMode;
 use zk_election_exporter::model::election::Now;
-use zk_election_exporter::model::tree::{ChildNode, ElectionTree, TreePattern};
+use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 
 fn main() {
     ensemble_cost();
     let elections = 10_000;
     let candidates = 3;
-    let mut tree = ElectionTree::new(
+    let mut tree = Tree::elections(
         TreePattern::parse("/wechat/bots/*").unwrap(),
         IdentityMode::Data,
     );

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tracing::{error, info};
 use zk_election_exporter::cli::{Cli, Command};
 use zk_election_exporter::fourlw::poller::Poller;
-use zk_election_exporter::model::tree::ElectionTree;
+use zk_election_exporter::model::tree::Tree;
 use zk_election_exporter::model::{ClusterState, SharedCluster};
 use zk_election_exporter::{config, http, metrics, simulate, zk};
 
@@ -63,7 +63,7 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
         let trees = cluster
             .elections
             .iter()
-            .map(|e| ElectionTree::new(e.pattern.clone(), e.identity.clone()))
+            .map(|e| Tree::elections(e.pattern.clone(), e.identity.clone()))
             .collect();
         let fourlw = cluster.four_letter_words.enabled;
         let state = Arc::new(RwLock::new(ClusterState::new(

@@ -21,8 +21,10 @@ use crate::fourlw::Failure;
 use crate::fourlw::mntr::{Kind, Mapped, Summary};
 use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
 use crate::model::ensemble::{Ensemble, ServerHealth};
+use crate::model::groups::{Group, GroupSpec};
 use crate::model::histogram::Histogram;
 use crate::model::session::SessionState;
+use crate::model::tree::Tree;
 use crate::model::{ClusterState, SharedCluster};
 
 /// Content type of the Prometheus text format.
@@ -147,7 +149,7 @@ fn each_election(
     mut f: impl FnMut(&[(&str, &str); 2], &crate::model::election::Election) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        for tree in &c.trees {
+        for tree in c.trees.iter().filter_map(Tree::as_elections) {
             for (path, election) in tree.elections() {
                 f(
                     &[("cluster", c.name.as_str()), ("election", path)],
@@ -273,7 +275,7 @@ fn encode_elections(
 /// Calls `f` with the labels and model of every tree of every cluster.
 fn each_tree(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], &crate::model::tree::ElectionTree) -> fmt::Result,
+    mut f: impl FnMut(&[(&str, &str); 2], &Tree) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         for tree in &c.trees {
@@ -290,37 +292,42 @@ fn each_tree(
 }
 
 fn encode_trees(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
-    type Count = fn(&crate::model::tree::ElectionTree) -> f64;
-    let gauges: [(&str, &str, Count); 5] = [
+    type Count = fn(&Tree) -> Option<f64>;
+    let gauges: [(&str, &str, Count); 6] = [
         (
             "zookeeper_tree_synced",
-            "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its election values are then the last known ones).",
-            |t| f64::from(u8::from(t.synced())),
+            "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
+            |t| Some(f64::from(u8::from(t.synced()))),
         ),
         (
             "zookeeper_tree_elections",
-            "Elections (nodes matching the glob) in the tree.",
-            |t| t.election_count() as f64,
+            "Elections (nodes matching the glob) in an election tree.",
+            |t| t.as_elections().map(|e| e.parent_count() as f64),
+        ),
+        (
+            "zookeeper_tree_groups",
+            "Groups (nodes matching the glob) in a group tree.",
+            |t| t.as_groups().map(|g| g.parent_count() as f64),
         ),
         (
             "zookeeper_tree_nodes",
-            "Election nodes plus all their children in the tree.",
-            |t| t.node_count() as f64,
+            "Matching nodes plus all their children in the tree.",
+            |t| Some(t.node_count() as f64),
         ),
         (
             "zookeeper_tree_ephemeral_nodes",
-            "Ephemeral children of the tree's elections.",
-            |t| t.ephemeral_count() as f64,
+            "Ephemeral children of the tree's elections or groups.",
+            |t| Some(t.ephemeral_count() as f64),
         ),
         (
             "zookeeper_tree_ignored_nodes",
-            "Children of elections without a sequence suffix; not candidates.",
-            |t| t.ignored_count() as f64,
+            "Children that are neither candidates (no sequence suffix) nor members (persistent).",
+            |t| Some(t.ignored_count() as f64),
         ),
     ];
     for (name, help, value) in gauges {
         family(enc, name, help, MetricType::Gauge, |m| {
-            each_tree(clusters, |l, t| gauge(m, l, value(t)))
+            each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
         })?;
     }
     family(
@@ -335,7 +342,82 @@ fn encode_trees(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt:
         "zookeeper_tree_masterless_duration_seconds",
         "Durations of ended masterless periods of the tree's elections.",
         MetricType::Histogram,
-        |m| each_tree(clusters, |l, t| histogram(m, l, t.masterless_histogram())),
+        |m| {
+            each_tree(clusters, |l, t| match t.as_elections() {
+                Some(e) => histogram(m, l, e.masterless_histogram()),
+                None => Ok(()),
+            })
+        },
+    )?;
+    encode_groups(enc, clusters)
+}
+
+/// Calls `f` with the labels, spec and model of every group.
+fn each_group(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &GroupSpec, &Group) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        for tree in c.trees.iter().filter_map(Tree::as_groups) {
+            for (path, group) in tree.groups() {
+                f(
+                    &[("cluster", c.name.as_str()), ("group", path)],
+                    tree.spec(),
+                    group,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_groups(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    family(
+        enc,
+        "zookeeper_group_members",
+        "Live members (ephemeral children) of the group.",
+        MetricType::Gauge,
+        |m| each_group(clusters, |l, _, g| gauge(m, l, g.len() as f64)),
+    )?;
+    family(
+        enc,
+        "zookeeper_group_member_changes",
+        "Members that joined or left the group since the agent started watching (a restart under the same name is both).",
+        MetricType::Counter,
+        |m| {
+            each_group(clusters, |l, _, g| {
+                counter(m, &[l[0], l[1], ("change", "join")], g.joins())?;
+                counter(m, &[l[0], l[1], ("change", "leave")], g.leaves())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_group_min_members",
+        "Configured minimum of live members for the group (only where configured).",
+        MetricType::Gauge,
+        |m| {
+            each_group(clusters, |l, spec, _| match spec.min_members {
+                Some(min) => gauge(m, l, f64::from(min)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_group_member",
+        "One live member of the group; always 1 (only with export_members = true).",
+        MetricType::Gauge,
+        |m| {
+            each_group(clusters, |l, spec, g| {
+                if spec.export_members {
+                    for member in g.member_names() {
+                        gauge(m, &[l[0], l[1], ("member", member)], 1.0)?;
+                    }
+                }
+                Ok(())
+            })
+        },
     )
 }
 

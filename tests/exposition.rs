@@ -15,7 +15,7 @@ use zk_election_exporter::model::ClusterState;
 use zk_election_exporter::model::candidate::IdentityMode;
 use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::ensemble::{Exchange, ServerPoll};
-use zk_election_exporter::model::tree::{ChildNode, ElectionTree, TreePattern};
+use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 
 fn fixture(path: &str) -> String {
     std::fs::read_to_string(format!(
@@ -50,7 +50,7 @@ fn render(cluster: ClusterState) -> String {
 }
 
 fn golden_cluster() -> ClusterState {
-    let mut tree = ElectionTree::new(
+    let mut tree = Tree::elections(
         TreePattern::parse("/wechat/bots/*").unwrap(),
         IdentityMode::Data,
     );

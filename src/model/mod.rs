@@ -3,8 +3,11 @@
 
 pub mod candidate;
 pub mod election;
+pub mod elections;
 pub mod ensemble;
+pub mod groups;
 pub mod histogram;
+pub mod pattern;
 pub mod session;
 pub mod tree;
 
@@ -15,7 +18,7 @@ use std::sync::{Arc, RwLock};
 pub struct ClusterState {
     pub name: String,
     pub session: session::Session,
-    pub trees: Vec<tree::ElectionTree>,
+    pub trees: Vec<tree::Tree>,
     /// Four-letter-word view of the members; `None` when polling is off.
     pub ensemble: Option<ensemble::Ensemble>,
     /// Client addresses the ensemble publishes in `/zookeeper/config`.
@@ -24,7 +27,7 @@ pub struct ClusterState {
 
 impl ClusterState {
     /// State of a cluster before anything is known.
-    pub fn new(name: String, trees: Vec<tree::ElectionTree>, four_letter_words: bool) -> Self {
+    pub fn new(name: String, trees: Vec<tree::Tree>, four_letter_words: bool) -> Self {
         Self {
             name,
             session: session::Session::default(),

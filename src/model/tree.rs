@@ -1,135 +1,18 @@
-//! An election tree: every election matched by one configured glob, plus the
-//! per-tree figures (node counts, masterless histogram, sync state).
+//! A watched tree: one glob, its sync state, and what it holds under each
+//! matching node: elections ([`ElectionTree`]) or groups ([`GroupTree`]).
 //!
-//! The watcher turns ZooKeeper events into calls on [`ElectionTree`]; the
-//! tree decides, from the path alone, whether an event concerns an election,
-//! a candidate or nothing it tracks.
+//! The watcher feeds every tree the same way (listings, parent and child
+//! events); elections and groups differ only in the content model, so the
+//! session code never needs to know which kind it is following.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, SystemTime};
+use std::collections::BTreeSet;
 
-use super::candidate::{IdentityMode, parse_sequence};
-use super::election::{Candidate, Election, Now};
-use super::histogram::{Histogram, PERIOD_BUCKETS};
+pub use super::pattern::{PathKind, TreePattern};
 
-/// A glob over ZooKeeper paths where `*` matches exactly one path segment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreePattern {
-    text: String,
-    segments: Vec<Option<String>>,
-    literal_prefix: usize,
-}
-
-/// What a path is to a tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathKind<'a> {
-    /// The path matches the pattern: an election node.
-    Election,
-    /// A direct child of an election node.
-    Child { election: &'a str, name: &'a str },
-    /// Anything else (ancestors, deeper nodes, unrelated branches).
-    Other,
-}
-
-impl TreePattern {
-    /// Parses `/a/*/b`-style globs; `*` must be a whole segment.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if !text.starts_with('/') {
-            return Err(format!(
-                "`{text}` must be an absolute path starting with `/`"
-            ));
-        }
-        if text == "/" {
-            return Err("`/` cannot be an election; use `/*` for every top-level node".into());
-        }
-        if text.ends_with('/') {
-            return Err(format!("`{text}` must not end with `/`"));
-        }
-        let mut segments = Vec::new();
-        for segment in text[1..].split('/') {
-            match segment {
-                "" => return Err(format!("`{text}` has an empty path segment (`//`)")),
-                "*" => segments.push(None),
-                "." | ".." => {
-                    return Err(format!(
-                        "`{text}`: `{segment}` is not allowed in ZooKeeper paths"
-                    ));
-                }
-                s if s.contains(['*', '?', '[', ']', '{', '}']) => {
-                    return Err(format!(
-                        "`{text}`: segment `{s}` mixes glob characters with text; only a whole-segment `*` is supported"
-                    ));
-                }
-                s => segments.push(Some(s.to_owned())),
-            }
-        }
-        let literal_prefix = segments.iter().take_while(|s| s.is_some()).count();
-        Ok(Self {
-            text: text.to_owned(),
-            segments,
-            literal_prefix,
-        })
-    }
-
-    /// The pattern as configured; used as the `tree` label.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// The literal prefix of the glob: where the recursive watch is placed.
-    pub fn root(&self) -> String {
-        if self.literal_prefix == 0 {
-            return "/".into();
-        }
-        let mut root = String::new();
-        for s in self.segments[..self.literal_prefix].iter().flatten() {
-            root.push('/');
-            root.push_str(s);
-        }
-        root
-    }
-
-    /// All segments of the glob: `None` means "every child".
-    pub fn segments(&self) -> &[Option<String>] {
-        &self.segments
-    }
-
-    /// Segments below the root, for walking the tree level by level: `None`
-    /// means "every child".
-    pub fn segments_below_root(&self) -> &[Option<String>] {
-        &self.segments[self.literal_prefix..]
-    }
-
-    fn matches_segments(&self, segments: &[&str]) -> bool {
-        segments.len() == self.segments.len()
-            && self
-                .segments
-                .iter()
-                .zip(segments)
-                .all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
-    }
-
-    /// Classifies an absolute path (relative to the chroot).
-    pub fn classify<'a>(&self, path: &'a str) -> PathKind<'a> {
-        let Some(rest) = path.strip_prefix('/') else {
-            return PathKind::Other;
-        };
-        let segments: Vec<&str> = rest.split('/').collect();
-        if self.matches_segments(&segments) {
-            return PathKind::Election;
-        }
-        if segments.len() == self.segments.len() + 1
-            && self.matches_segments(&segments[..self.segments.len()])
-        {
-            let cut = path.rfind('/').unwrap_or(0);
-            return PathKind::Child {
-                election: &path[..cut],
-                name: &path[cut + 1..],
-            };
-        }
-        PathKind::Other
-    }
-}
+use super::candidate::IdentityMode;
+use super::election::Now;
+use super::elections::ElectionTree;
+use super::groups::{GroupSpec, GroupTree};
 
 /// A child node as read from ZooKeeper: name, data and the stat fields used.
 #[derive(Debug, Clone)]
@@ -141,56 +24,121 @@ pub struct ChildNode {
     pub ctime_ms: i64,
 }
 
-/// Children of one election that carry no sequence suffix; not candidates,
-/// but counted so a misconfigured glob is visible.
-#[derive(Debug, Clone, Default)]
-struct Others {
-    ephemeral: BTreeSet<String>,
-    persistent: BTreeSet<String>,
-}
-
-impl Others {
-    fn len(&self) -> usize {
-        self.ephemeral.len() + self.persistent.len()
-    }
-    fn remove(&mut self, name: &str) {
-        self.ephemeral.remove(name);
-        self.persistent.remove(name);
-    }
-}
-
+/// What the matched nodes are.
 #[derive(Debug, Clone)]
-struct Entry {
-    election: Election,
-    others: Others,
+pub enum TreeKind {
+    Elections(ElectionTree),
+    Groups(GroupTree),
 }
 
-/// All elections under one glob.
+/// Where a tree came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeSource {
+    Configured,
+    Discovered,
+}
+
+impl TreeSource {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Configured => "configured",
+            Self::Discovered => "discovered",
+        }
+    }
+}
+
+/// Runs `$body` with `$t` bound to the content, whichever kind it is.
+macro_rules! on_kind {
+    ($kind:expr, $t:ident => $body:expr) => {
+        match $kind {
+            TreeKind::Elections($t) => $body,
+            TreeKind::Groups($t) => $body,
+        }
+    };
+}
+
+/// One watched tree.
 #[derive(Debug, Clone)]
-pub struct ElectionTree {
+pub struct Tree {
     pattern: TreePattern,
-    identity: IdentityMode,
-    elections: BTreeMap<String, Entry>,
+    kind: TreeKind,
+    source: TreeSource,
     synced: bool,
     /// The first full listing has been applied (later ones are resyncs).
     loaded: bool,
-    masterless: Histogram,
     sync_error: Option<String>,
     sync_failures: u64,
 }
 
-impl ElectionTree {
-    pub fn new(pattern: TreePattern, identity: IdentityMode) -> Self {
+impl Tree {
+    fn new(pattern: TreePattern, kind: TreeKind) -> Self {
         Self {
             pattern,
-            identity,
-            elections: BTreeMap::new(),
+            kind,
+            source: TreeSource::Configured,
             synced: false,
             loaded: false,
-            masterless: Histogram::new(PERIOD_BUCKETS),
             sync_error: None,
             sync_failures: 0,
         }
+    }
+
+    pub fn elections(pattern: TreePattern, identity: IdentityMode) -> Self {
+        Self::new(pattern, TreeKind::Elections(ElectionTree::new(identity)))
+    }
+
+    pub fn groups(pattern: TreePattern, spec: GroupSpec) -> Self {
+        Self::new(pattern, TreeKind::Groups(GroupTree::new(spec)))
+    }
+
+    pub fn with_source(mut self, source: TreeSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    pub fn pattern(&self) -> &TreePattern {
+        &self.pattern
+    }
+
+    pub fn source(&self) -> TreeSource {
+        self.source
+    }
+
+    pub fn kind(&self) -> &TreeKind {
+        &self.kind
+    }
+
+    /// `election` or `group`.
+    pub fn kind_label(&self) -> &'static str {
+        match self.kind {
+            TreeKind::Elections(_) => "election",
+            TreeKind::Groups(_) => "group",
+        }
+    }
+
+    pub fn as_elections(&self) -> Option<&ElectionTree> {
+        match &self.kind {
+            TreeKind::Elections(e) => Some(e),
+            TreeKind::Groups(_) => None,
+        }
+    }
+
+    pub fn as_groups(&self) -> Option<&GroupTree> {
+        match &self.kind {
+            TreeKind::Groups(g) => Some(g),
+            TreeKind::Elections(_) => None,
+        }
+    }
+
+    /// Whether the tree reflects ZooKeeper right now. False from a disconnect
+    /// until the resync after the reconnect; values stay, but are stale.
+    pub fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Marks the tree stale (session lost); the last values are kept.
+    pub fn mark_unsynced(&mut self) {
+        self.synced = false;
     }
 
     /// A watch or listing of the tree failed; it stays unsynced until a
@@ -210,322 +158,127 @@ impl ElectionTree {
         self.sync_failures
     }
 
-    pub fn pattern(&self) -> &TreePattern {
-        &self.pattern
-    }
-
-    /// Whether the tree reflects ZooKeeper right now. False from a disconnect
-    /// until the resync after the reconnect; values stay, but are stale.
-    pub fn synced(&self) -> bool {
-        self.synced
-    }
-
-    /// Marks the tree stale (session lost); the last values are kept.
-    pub fn mark_unsynced(&mut self) {
-        self.synced = false;
-    }
-
-    fn candidate(&self, child: &ChildNode) -> Option<Candidate> {
-        let sequence = parse_sequence(&child.name)?;
-        Some(Candidate {
-            identity: self.identity.extract(&child.name, &child.data),
-            name: child.name.clone(),
-            sequence,
-            ephemeral: child.ephemeral_owner != 0,
-            ctime: SystemTime::UNIX_EPOCH
-                + Duration::from_millis(u64::try_from(child.ctime_ms).unwrap_or(0)),
-        })
-    }
-
-    fn split(&self, children: Vec<ChildNode>) -> (Vec<Candidate>, Others) {
-        let mut candidates = Vec::with_capacity(children.len());
-        let mut others = Others::default();
-        for child in children {
-            match self.candidate(&child) {
-                Some(c) => candidates.push(c),
-                None if child.ephemeral_owner != 0 => {
-                    others.ephemeral.insert(child.name);
-                }
-                None => {
-                    others.persistent.insert(child.name);
-                }
-            }
-        }
-        (candidates, others)
-    }
-
-    fn record(&mut self, outcome: super::election::Outcome) {
-        if let Some(lasted) = outcome.masterless_ended {
-            self.masterless.observe(lasted.as_secs_f64());
-        }
-    }
-
-    /// Applies a full listing: every election that exists with its children.
-    ///
-    /// The first listing only loads state. Later ones (after a reconnect)
-    /// count what changed during the outage, exactly once.
+    /// Applies a full listing: every matching node with its children. The
+    /// first loads; later ones (resyncs) count what changed meanwhile.
     pub fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now) {
-        let mut seen = BTreeSet::new();
-        for (path, children) in listing {
-            let (candidates, others) = self.split(children);
-            seen.insert(path.clone());
-            match self.elections.get_mut(&path) {
-                Some(entry) => {
-                    entry.others = others;
-                    let outcome = entry.election.resync(candidates, now);
-                    self.record(outcome);
-                }
-                None => {
-                    let election = if self.loaded {
-                        // Appeared during the outage: its candidates joined then.
-                        let mut e = Election::new([], now);
-                        // No masterless period of ours ends here.
-                        let _ = e.resync(candidates, now);
-                        e
-                    } else {
-                        Election::new(candidates, now)
-                    };
-                    self.elections.insert(path, Entry { election, others });
-                }
-            }
-        }
-        self.elections.retain(|path, _| seen.contains(path));
+        let resync = self.loaded;
+        on_kind!(&mut self.kind, t => t.apply_listing(listing, now, resync));
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;
     }
 
     /// A node matching the glob was created (or found). No-op if known.
-    pub fn election_created(&mut self, path: &str, now: Now) {
-        if !self.elections.contains_key(path) {
-            self.elections.insert(
-                path.to_owned(),
-                Entry {
-                    election: Election::new([], now),
-                    others: Others::default(),
-                },
-            );
-        }
+    pub fn parent_created(&mut self, path: &str, now: Now) {
+        on_kind!(&mut self.kind, t => t.parent_created(path, now));
     }
 
-    /// An election node was deleted; its state and any running masterless
-    /// period are dropped with it.
-    pub fn election_deleted(&mut self, path: &str) {
-        self.elections.remove(path);
+    pub fn parent_deleted(&mut self, path: &str) {
+        on_kind!(&mut self.kind, t => t.parent_deleted(path));
     }
 
-    /// A child of an election was created or its data changed.
-    pub fn child_upserted(&mut self, election: &str, child: ChildNode, now: Now) {
-        if !self.elections.contains_key(election) {
-            self.election_created(election, now);
-        }
-        let candidate = self.candidate(&child);
-        let Some(entry) = self.elections.get_mut(election) else {
-            return;
-        };
-        match candidate {
-            Some(c) => {
-                let outcome = entry.election.join(c, now);
-                self.record(outcome);
-            }
-            None if child.ephemeral_owner != 0 => {
-                entry.others.ephemeral.insert(child.name);
-            }
-            None => {
-                entry.others.persistent.insert(child.name);
-            }
-        }
+    /// A child of a matching node was created or its data changed.
+    pub fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
+        on_kind!(&mut self.kind, t => t.child_upserted(parent, child, now));
     }
 
-    /// A child of an election was deleted.
-    pub fn child_deleted(&mut self, election: &str, name: &str, now: Now) {
-        let Some(entry) = self.elections.get_mut(election) else {
-            return;
-        };
-        match parse_sequence(name) {
-            Some(seq) => {
-                let outcome = entry.election.leave(name, seq, now);
-                self.record(outcome);
-            }
-            None => entry.others.remove(name),
-        }
+    pub fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
+        on_kind!(&mut self.kind, t => t.child_deleted(parent, name, now));
     }
 
-    /// Elections by path, in path order.
-    pub fn elections(&self) -> impl Iterator<Item = (&str, &Election)> {
-        self.elections
-            .iter()
-            .map(|(p, e)| (p.as_str(), &e.election))
+    /// Names of all known children of a matching node.
+    pub fn child_names(&self, parent: &str) -> BTreeSet<String> {
+        on_kind!(&self.kind, t => t.child_names(parent))
     }
 
-    pub fn election(&self, path: &str) -> Option<&Election> {
-        self.elections.get(path).map(|e| &e.election)
+    pub fn has_parent(&self, path: &str) -> bool {
+        on_kind!(&self.kind, t => t.has_parent(path))
     }
 
-    /// Names of all children of an election (candidates and ignored ones).
-    pub fn child_names(&self, election: &str) -> BTreeSet<String> {
-        self.elections
-            .get(election)
-            .map(|e| {
-                e.election
-                    .candidates()
-                    .map(|(_, name, _)| name.to_owned())
-                    .chain(e.others.ephemeral.iter().cloned())
-                    .chain(e.others.persistent.iter().cloned())
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Matching nodes (elections or groups).
+    pub fn parent_count(&self) -> usize {
+        on_kind!(&self.kind, t => t.parent_count())
     }
 
-    pub fn election_count(&self) -> usize {
-        self.elections.len()
-    }
-
-    /// Election nodes plus all their children.
+    /// Matching nodes plus all their children.
     pub fn node_count(&self) -> usize {
-        self.elections
-            .values()
-            .map(|e| 1 + e.election.candidate_count() + e.others.len())
-            .sum()
+        on_kind!(&self.kind, t => t.node_count())
     }
 
-    /// Ephemeral children (candidates or not) across all elections.
+    /// Ephemeral children.
     pub fn ephemeral_count(&self) -> usize {
-        self.elections
-            .values()
-            .map(|e| e.election.ephemeral_count() + e.others.ephemeral.len())
-            .sum()
+        on_kind!(&self.kind, t => t.ephemeral_count())
     }
 
-    /// Children that are not candidates because they have no sequence suffix.
+    /// Children that are neither candidates nor members.
     pub fn ignored_count(&self) -> usize {
-        self.elections.values().map(|e| e.others.len()).sum()
-    }
-
-    pub fn masterless_histogram(&self) -> &Histogram {
-        &self.masterless
+        on_kind!(&self.kind, t => t.ignored_count())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
+    use std::time::{Instant, SystemTime};
 
-    #[test]
-    fn patterns_parse_and_name_their_root() {
-        let p = TreePattern::parse("/wechat/bots/*").unwrap();
-        assert_eq!(p.root(), "/wechat/bots");
-        assert_eq!(TreePattern::parse("/*").unwrap().root(), "/");
-        assert_eq!(TreePattern::parse("/a/*/b/*").unwrap().root(), "/a");
-        assert_eq!(TreePattern::parse("/leader").unwrap().root(), "/leader");
-        for bad in [
-            "", "a/b", "/", "/a/", "/a//b", "/a/**", "/a/b*", "/a/../b", "/a/[ab]",
-        ] {
-            assert!(TreePattern::parse(bad).is_err(), "{bad} should be rejected");
+    fn now() -> Now {
+        Now {
+            mono: Instant::now(),
+            wall: SystemTime::UNIX_EPOCH,
         }
     }
 
-    #[test]
-    fn classify_paths() {
-        let p = TreePattern::parse("/a/*/b/*").unwrap();
-        assert_eq!(p.classify("/a/x/b/e1"), PathKind::Election);
-        assert_eq!(
-            p.classify("/a/x/b/e1/c_0000000001"),
-            PathKind::Child {
-                election: "/a/x/b/e1",
-                name: "c_0000000001"
-            }
-        );
-        assert_eq!(p.classify("/a/x/b"), PathKind::Other);
-        assert_eq!(p.classify("/a/x/c/e1"), PathKind::Other);
-        assert_eq!(p.classify("/a/x/b/e1/c/d"), PathKind::Other);
-        assert_eq!(p.classify("relative"), PathKind::Other);
-        let single = TreePattern::parse("/leader").unwrap();
-        assert_eq!(single.classify("/leader"), PathKind::Election);
-        assert!(matches!(
-            single.classify("/leader/n_0000000001"),
-            PathKind::Child { .. }
-        ));
-    }
-
-    fn child(name: &str, ephemeral: bool) -> ChildNode {
+    fn child(name: &str) -> ChildNode {
         ChildNode {
             name: name.into(),
-            data: name.as_bytes().to_vec(),
-            ephemeral_owner: i64::from(ephemeral),
-            ctime_ms: 1_700_000_000_000,
-        }
-    }
-
-    fn now(base: Instant, s: u64) -> Now {
-        Now {
-            mono: base + Duration::from_secs(s),
-            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+            data: Vec::new(),
+            ephemeral_owner: 1,
+            ctime_ms: 0,
         }
     }
 
     #[test]
-    fn counts_and_ignored_children() {
-        let t = Instant::now();
-        let mut tree =
-            ElectionTree::new(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Data);
-        assert!(!tree.synced());
-        tree.apply_listing(
-            vec![
-                (
-                    "/bots/b1".into(),
-                    vec![
-                        child("i_0000000001", true),
-                        child("i_0000000002", true),
-                        child("config", false),
-                    ],
-                ),
-                ("/bots/b2".into(), vec![]),
-            ],
-            now(t, 0),
+    fn sync_state_follows_listings_and_failures() {
+        let mut t = Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node);
+        assert!(!t.synced());
+        t.apply_listing(vec![("/b/1".into(), vec![child("n_0000000001")])], now());
+        assert!(t.synced());
+        t.mark_unsynced();
+        assert!(!t.synced());
+        t.sync_failed("no rights".into());
+        assert_eq!((t.sync_error(), t.sync_failures()), (Some("no rights"), 1));
+        // The second listing is a resync: the new candidate counts as a join.
+        t.apply_listing(
+            vec![(
+                "/b/1".into(),
+                vec![child("n_0000000001"), child("n_0000000002")],
+            )],
+            now(),
         );
-        assert!(tree.synced());
-        assert_eq!(tree.election_count(), 2);
-        assert_eq!(tree.node_count(), 5);
-        assert_eq!(tree.ephemeral_count(), 2);
-        assert_eq!(tree.ignored_count(), 1);
-        tree.child_upserted("/bots/b2", child("i_0000000001", true), now(t, 3));
-        assert_eq!(tree.masterless_histogram().count(), 1);
-        assert_eq!(tree.masterless_histogram().sum(), 3.0);
-        tree.child_deleted("/bots/b1", "config", now(t, 4));
-        assert_eq!(tree.ignored_count(), 0);
-        tree.child_deleted("/bots/b2", "i_0000000001", now(t, 5));
-        tree.election_deleted("/bots/b2");
-        assert_eq!(tree.election_count(), 1);
+        assert!(t.synced() && t.sync_error().is_none());
+        assert_eq!(
+            t.as_elections().unwrap().election("/b/1").unwrap().joins(),
+            1
+        );
+        assert_eq!(t.kind_label(), "election");
     }
 
     #[test]
-    fn resync_listing_counts_changes_and_drops_vanished_elections() {
-        let t = Instant::now();
-        let mut tree =
-            ElectionTree::new(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Node);
-        tree.apply_listing(
-            vec![
-                ("/bots/b1".into(), vec![child("i_0000000001", true)]),
-                ("/bots/gone".into(), vec![]),
-            ],
-            now(t, 0),
+    fn groups_are_fed_the_same_way() {
+        let spec = GroupSpec {
+            member: IdentityMode::Node,
+            min_members: None,
+            export_members: false,
+        };
+        let mut t = Tree::groups(TreePattern::parse("/svc/*").unwrap(), spec);
+        t.apply_listing(vec![("/svc/api".into(), vec![child("10.0.0.1:80")])], now());
+        t.child_upserted("/svc/api", child("10.0.0.2:80"), now());
+        assert_eq!(
+            (t.parent_count(), t.ephemeral_count(), t.node_count()),
+            (1, 2, 3)
         );
-        tree.mark_unsynced();
-        assert!(!tree.synced());
-        tree.apply_listing(
-            vec![
-                ("/bots/b1".into(), vec![child("i_0000000002", true)]),
-                ("/bots/new".into(), vec![child("i_0000000005", true)]),
-            ],
-            now(t, 10),
-        );
-        assert!(tree.synced());
-        let b1 = tree.election("/bots/b1").unwrap();
-        assert_eq!((b1.changes(), b1.joins(), b1.leaves()), (1, 1, 1));
-        let new = tree.election("/bots/new").unwrap();
-        assert_eq!((new.changes(), new.joins()), (0, 1));
-        assert!(tree.election("/bots/gone").is_none());
+        assert!(t.has_parent("/svc/api"));
+        assert_eq!(t.kind_label(), "group");
+        assert_eq!(t.child_names("/svc/api").len(), 2);
     }
 }

@@ -194,8 +194,7 @@ pub async fn apply_event(
     let at_election = depth(&path) == pattern.segments().len();
     if event.event.event_type == EventType::NodeDeleted {
         if at_election {
-            state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree]
-                .election_deleted(&path);
+            state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree].parent_deleted(&path);
         } else {
             levels.remove(&path);
         }
@@ -212,18 +211,11 @@ pub async fn apply_event(
     let Some(segment) = pattern.segments().get(depth(&path)) else {
         return Ok(());
     };
-    let known_elections: BTreeSet<String> = {
-        let g = state.read().unwrap_or_else(|p| p.into_inner());
-        g.trees[sink.tree]
-            .elections()
-            .map(|(p, _)| p.to_owned())
-            .collect()
-    };
     let fresh: Vec<String> = children
         .iter()
         .filter(|c| segment.as_deref().is_none_or(|s| s == c.as_str()))
         .map(|c| join(&path, c))
-        .filter(|p| !levels.contains(p) && !known_elections.contains(p))
+        .filter(|p| !levels.contains(p) && !known(state, sink.tree, p))
         .collect();
     for start in fresh {
         let walked = walk(client, pattern, start, sink, state).await?;
@@ -233,13 +225,18 @@ pub async fn apply_event(
         let mut g = state.write().unwrap_or_else(|p| p.into_inner());
         let tree = &mut g.trees[sink.tree];
         for (election, children) in found {
-            tree.election_created(&election, now);
+            tree.parent_created(&election, now);
             for child in children {
                 tree.child_upserted(&election, child, now);
             }
         }
     }
     Ok(())
+}
+
+/// Whether tree `tree` already tracks `path` as an election or group.
+fn known(state: &SharedCluster, tree: usize, path: &str) -> bool {
+    state.read().unwrap_or_else(|p| p.into_inner()).trees[tree].has_parent(path)
 }
 
 /// Re-lists one election and applies the difference to the model.
@@ -250,8 +247,7 @@ async fn reconcile_election(
     state: &SharedCluster,
 ) -> Result<(), zookeeper_client::Error> {
     let Some(children) = list_watch(client, &election, sink, state).await? else {
-        state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree]
-            .election_deleted(&election);
+        state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree].parent_deleted(&election);
         return Ok(());
     };
     let known: BTreeSet<String> = {
@@ -267,7 +263,7 @@ async fn reconcile_election(
     let now = Now::current();
     let mut g = state.write().unwrap_or_else(|p| p.into_inner());
     let tree = &mut g.trees[sink.tree];
-    tree.election_created(&election, now);
+    tree.parent_created(&election, now);
     for gone in known.difference(&listed) {
         tree.child_deleted(&election, gone, now);
     }

@@ -266,20 +266,20 @@ pub async fn apply_events(
         let tree = &mut guard.trees[e.tree];
         let path = e.event.path.as_str();
         match (patterns[e.tree].classify(path), e.event.event_type) {
-            (PathKind::Election, EventType::NodeCreated) => tree.election_created(path, now),
-            (PathKind::Election, EventType::NodeDeleted) => tree.election_deleted(path),
+            (PathKind::Parent, EventType::NodeCreated) => tree.parent_created(path, now),
+            (PathKind::Parent, EventType::NodeDeleted) => tree.parent_deleted(path),
             (
-                PathKind::Child { election, .. },
+                PathKind::Child { parent, .. },
                 EventType::NodeCreated | EventType::NodeDataChanged,
             ) => {
                 // Clone only when the same node had several events in the batch.
                 let node = index.get(path).and_then(|i| read[*i].clone());
                 if let Some(node) = node {
-                    tree.child_upserted(election, node, now);
+                    tree.child_upserted(parent, node, now);
                 }
             }
-            (PathKind::Child { election, name }, EventType::NodeDeleted) => {
-                tree.child_deleted(election, name, now)
+            (PathKind::Child { parent, name }, EventType::NodeDeleted) => {
+                tree.child_deleted(parent, name, now)
             }
             _ => {}
         }

@@ -1,0 +1,163 @@
+//! Globs over ZooKeeper paths: which nodes are elections (or groups), which
+//! are their children, and where the recursive watch goes.
+
+/// A glob over ZooKeeper paths where `*` matches exactly one path segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreePattern {
+    text: String,
+    segments: Vec<Option<String>>,
+    literal_prefix: usize,
+}
+
+/// What a path is to a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathKind<'a> {
+    /// The path matches the pattern: an election or group node.
+    Parent,
+    /// A direct child of such a node: a candidate or member.
+    Child { parent: &'a str, name: &'a str },
+    /// Anything else (ancestors, deeper nodes, unrelated branches).
+    Other,
+}
+
+impl TreePattern {
+    /// Parses `/a/*/b`-style globs; `*` must be a whole segment.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if !text.starts_with('/') {
+            return Err(format!(
+                "`{text}` must be an absolute path starting with `/`"
+            ));
+        }
+        if text == "/" {
+            return Err("`/` cannot be an election; use `/*` for every top-level node".into());
+        }
+        if text.ends_with('/') {
+            return Err(format!("`{text}` must not end with `/`"));
+        }
+        let mut segments = Vec::new();
+        for segment in text[1..].split('/') {
+            match segment {
+                "" => return Err(format!("`{text}` has an empty path segment (`//`)")),
+                "*" => segments.push(None),
+                "." | ".." => {
+                    return Err(format!(
+                        "`{text}`: `{segment}` is not allowed in ZooKeeper paths"
+                    ));
+                }
+                s if s.contains(['*', '?', '[', ']', '{', '}']) => {
+                    return Err(format!(
+                        "`{text}`: segment `{s}` mixes glob characters with text; only a whole-segment `*` is supported"
+                    ));
+                }
+                s => segments.push(Some(s.to_owned())),
+            }
+        }
+        let literal_prefix = segments.iter().take_while(|s| s.is_some()).count();
+        Ok(Self {
+            text: text.to_owned(),
+            segments,
+            literal_prefix,
+        })
+    }
+
+    /// The pattern as configured; used as the `tree` label.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The literal prefix of the glob: where the recursive watch is placed.
+    pub fn root(&self) -> String {
+        if self.literal_prefix == 0 {
+            return "/".into();
+        }
+        let mut root = String::new();
+        for s in self.segments[..self.literal_prefix].iter().flatten() {
+            root.push('/');
+            root.push_str(s);
+        }
+        root
+    }
+
+    /// All segments of the glob: `None` means "every child".
+    pub fn segments(&self) -> &[Option<String>] {
+        &self.segments
+    }
+
+    /// Segments below the root, for walking the tree level by level: `None`
+    /// means "every child".
+    pub fn segments_below_root(&self) -> &[Option<String>] {
+        &self.segments[self.literal_prefix..]
+    }
+
+    fn matches_segments(&self, segments: &[&str]) -> bool {
+        segments.len() == self.segments.len()
+            && self
+                .segments
+                .iter()
+                .zip(segments)
+                .all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
+    }
+
+    /// Classifies an absolute path (relative to the chroot).
+    pub fn classify<'a>(&self, path: &'a str) -> PathKind<'a> {
+        let Some(rest) = path.strip_prefix('/') else {
+            return PathKind::Other;
+        };
+        let segments: Vec<&str> = rest.split('/').collect();
+        if self.matches_segments(&segments) {
+            return PathKind::Parent;
+        }
+        if segments.len() == self.segments.len() + 1
+            && self.matches_segments(&segments[..self.segments.len()])
+        {
+            let cut = path.rfind('/').unwrap_or(0);
+            return PathKind::Child {
+                parent: &path[..cut],
+                name: &path[cut + 1..],
+            };
+        }
+        PathKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_parse_and_name_their_root() {
+        let p = TreePattern::parse("/wechat/bots/*").unwrap();
+        assert_eq!(p.root(), "/wechat/bots");
+        assert_eq!(TreePattern::parse("/*").unwrap().root(), "/");
+        assert_eq!(TreePattern::parse("/a/*/b/*").unwrap().root(), "/a");
+        assert_eq!(TreePattern::parse("/leader").unwrap().root(), "/leader");
+        for bad in [
+            "", "a/b", "/", "/a/", "/a//b", "/a/**", "/a/b*", "/a/../b", "/a/[ab]",
+        ] {
+            assert!(TreePattern::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn classify_paths() {
+        let p = TreePattern::parse("/a/*/b/*").unwrap();
+        assert_eq!(p.classify("/a/x/b/e1"), PathKind::Parent);
+        assert_eq!(
+            p.classify("/a/x/b/e1/c_0000000001"),
+            PathKind::Child {
+                parent: "/a/x/b/e1",
+                name: "c_0000000001"
+            }
+        );
+        assert_eq!(p.classify("/a/x/b"), PathKind::Other);
+        assert_eq!(p.classify("/a/x/c/e1"), PathKind::Other);
+        assert_eq!(p.classify("/a/x/b/e1/c/d"), PathKind::Other);
+        assert_eq!(p.classify("relative"), PathKind::Other);
+        let single = TreePattern::parse("/leader").unwrap();
+        assert_eq!(single.classify("/leader"), PathKind::Parent);
+        assert!(matches!(
+            single.classify("/leader/n_0000000001"),
+            PathKind::Child { .. }
+        ));
+    }
+}
