@@ -36,6 +36,16 @@ pub struct Cli {
     )]
     pub elections: Vec<String>,
 
+    /// Group glob (service registry, membership); repeatable. Replaces the
+    /// first cluster's groups.
+    #[arg(
+        long = "group",
+        env = "ZK_EXPORTER_GROUP",
+        value_name = "GLOB",
+        value_delimiter = ','
+    )]
+    pub groups: Vec<String>,
+
     /// Identity mode for --election: data, node, json:/pointer or regex:PATTERN.
     #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
     pub identity: Option<String>,
@@ -70,6 +80,7 @@ impl Cli {
             listen_address: self.listen_address.clone(),
             zk: self.zk.clone(),
             elections: self.elections.clone(),
+            groups: self.groups.clone(),
             identity: self.identity.clone(),
             four_letter_words: match (self.four_letter_words, self.no_four_letter_words) {
                 (_, true) => Some(false),

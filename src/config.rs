@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::fourlw::Command;
 use crate::model::candidate::IdentityMode;
+use crate::model::groups::GroupSpec;
 use crate::model::tree::TreePattern;
 
 /// Prefix of environment variables that override configuration keys.
@@ -25,6 +26,7 @@ pub const CLI_ENV_VARS: &[&str] = &[
     "ZK_EXPORTER_CONFIG",
     "ZK_EXPORTER_ZK",
     "ZK_EXPORTER_ELECTION",
+    "ZK_EXPORTER_GROUP",
     "ZK_EXPORTER_IDENTITY",
     "ZK_EXPORTER_LOG",
 ];
@@ -115,7 +117,18 @@ struct RawCluster {
     auth: Option<RawAuth>,
     #[serde(default)]
     elections: Vec<RawElection>,
+    #[serde(default)]
+    groups: Vec<RawGroup>,
     four_letter_words: Option<RawFourLetterWords>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    path: String,
+    member: Option<String>,
+    min_members: Option<u32>,
+    export_members: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,7 +186,15 @@ pub struct ClusterConfig {
     pub watch_mode: WatchMode,
     pub auth: Option<DigestAuth>,
     pub elections: Vec<ElectionConfig>,
+    pub groups: Vec<GroupConfig>,
     pub four_letter_words: FourLetterWordsConfig,
+}
+
+/// A membership tree: every node matching `pattern` is a group.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    pub pattern: TreePattern,
+    pub spec: GroupSpec,
 }
 
 /// Four-letter-word polling of the ensemble members.
@@ -237,6 +258,8 @@ pub struct Overrides {
     pub zk: Option<String>,
     /// `--election`: replaces the first cluster's elections.
     pub elections: Vec<String>,
+    /// `--group`: replaces the first cluster's groups.
+    pub groups: Vec<String>,
     pub identity: Option<String>,
     /// `--four-letter-words` / `--no-four-letter-words`, for every cluster.
     pub four_letter_words: Option<bool>,
@@ -356,7 +379,26 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
                 identity: o.identity.clone(),
             })
             .collect();
-    } else if o.identity.is_some() {
+    }
+    if !o.groups.is_empty() {
+        let Some(first) = raw.clusters.first_mut() else {
+            return Err(ConfigError::new(
+                "--group",
+                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
+            ));
+        };
+        first.groups = o
+            .groups
+            .iter()
+            .map(|path| RawGroup {
+                path: path.clone(),
+                member: None,
+                min_members: None,
+                export_members: None,
+            })
+            .collect();
+    }
+    if o.elections.is_empty() && o.identity.is_some() {
         return Err(ConfigError::new(
             "--identity",
             "only applies to --election; set `identity` per election in the file",
@@ -502,6 +544,26 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
         elections.push(ElectionConfig { pattern, identity });
     }
+    let mut groups = Vec::new();
+    for (j, g) in c.groups.into_iter().enumerate() {
+        let gkey = format!("{key}.groups[{j}]");
+        let pattern =
+            TreePattern::parse(&g.path).map_err(|m| ConfigError::new(format!("{gkey}.path"), m))?;
+        let member = IdentityMode::parse(g.member.as_deref().unwrap_or("node")).map_err(|m| {
+            ConfigError::new(
+                format!("{gkey}.member"),
+                m.replace("identity mode", "member mode"),
+            )
+        })?;
+        groups.push(GroupConfig {
+            pattern,
+            spec: GroupSpec {
+                member,
+                min_members: g.min_members,
+                export_members: g.export_members.unwrap_or(false),
+            },
+        });
+    }
     Ok(ClusterConfig {
         name,
         servers,
@@ -511,6 +573,7 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         watch_mode,
         auth,
         elections,
+        groups,
         four_letter_words,
     })
 }

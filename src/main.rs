@@ -64,6 +64,12 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
             .elections
             .iter()
             .map(|e| Tree::elections(e.pattern.clone(), e.identity.clone()))
+            .chain(
+                cluster
+                    .groups
+                    .iter()
+                    .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
+            )
             .collect();
         let fourlw = cluster.four_letter_words.enabled;
         let state = Arc::new(RwLock::new(ClusterState::new(

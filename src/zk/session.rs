@@ -236,7 +236,14 @@ struct Session<'a> {
 impl<'a> Session<'a> {
     fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let patterns: Vec<TreePattern> = cfg.elections.iter().map(|e| e.pattern.clone()).collect();
+        // Trees in the order the cluster state holds them (elections, then groups).
+        let patterns: Vec<TreePattern> = state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .trees
+            .iter()
+            .map(|t| t.pattern().clone())
+            .collect();
         Self {
             cfg,
             mode: match cfg.watch_mode {
