@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::fourlw::Command;
+use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
 use crate::model::groups::GroupSpec;
 use crate::model::tree::TreePattern;
@@ -120,6 +121,8 @@ struct RawCluster {
     #[serde(default)]
     groups: Vec<RawGroup>,
     four_letter_words: Option<RawFourLetterWords>,
+    max_elections: Option<usize>,
+    max_groups: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +191,8 @@ pub struct ClusterConfig {
     pub elections: Vec<ElectionConfig>,
     pub groups: Vec<GroupConfig>,
     pub four_letter_words: FourLetterWordsConfig,
+    /// Cardinality guard.
+    pub limits: Limits,
 }
 
 /// A membership tree: every node matching `pattern` is a group.
@@ -575,6 +580,10 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         elections,
         groups,
         four_letter_words,
+        limits: Limits {
+            max_elections: c.max_elections.unwrap_or(Limits::default().max_elections),
+            max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
+        },
     })
 }
 

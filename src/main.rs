@@ -72,11 +72,9 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
             )
             .collect();
         let fourlw = cluster.four_letter_words.enabled;
-        let state = Arc::new(RwLock::new(ClusterState::new(
-            cluster.name.clone(),
-            trees,
-            fourlw,
-        )));
+        let mut model = ClusterState::new(cluster.name.clone(), trees, fourlw);
+        model.limits = cluster.limits;
+        let state = Arc::new(RwLock::new(model));
         if fourlw {
             pollers.push(Arc::new(Poller::new(
                 cluster.name.clone(),

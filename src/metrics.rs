@@ -129,6 +129,21 @@ impl PromCollector for Collector {
         encode_ensembles(&mut encoder, &clusters)?;
         family(
             &mut encoder,
+            "zookeeper_exporter_series_dropped",
+            "Elections or groups neither tracked nor exported because max_elections / max_groups was reached (counted at each listing and creation).",
+            MetricType::Counter,
+            |m| {
+                for c in &clusters {
+                    for kind in ["election", "group"] {
+                        let n = c.dropped.get(kind).copied().unwrap_or(0);
+                        counter(m, &[("cluster", c.name.as_str()), ("kind", kind)], n)?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut encoder,
             "zookeeper_exporter_build_info",
             "Version and git revision of zk-election-exporter; always 1.",
             MetricType::Gauge,

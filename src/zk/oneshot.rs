@@ -223,11 +223,10 @@ pub async fn apply_event(
         let found = listing(client, walked.elections, state).await?;
         let now = Now::current();
         let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-        let tree = &mut g.trees[sink.tree];
         for (election, children) in found {
-            tree.parent_created(&election, now);
+            g.parent_created(sink.tree, &election, now);
             for child in children {
-                tree.child_upserted(&election, child, now);
+                g.child_upserted(sink.tree, &election, child, now);
             }
         }
     }
@@ -262,13 +261,12 @@ async fn reconcile_election(
     let read = read_nodes(client, &joined, state).await?;
     let now = Now::current();
     let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-    let tree = &mut g.trees[sink.tree];
-    tree.parent_created(&election, now);
+    g.parent_created(sink.tree, &election, now);
     for gone in known.difference(&listed) {
-        tree.child_deleted(&election, gone, now);
+        g.trees[sink.tree].child_deleted(&election, gone, now);
     }
     for node in read.into_iter().flatten() {
-        tree.child_upserted(&election, node, now);
+        g.child_upserted(sink.tree, &election, node, now);
     }
     Ok(())
 }

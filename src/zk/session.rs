@@ -76,6 +76,20 @@ fn set_state(state: &SharedCluster, s: SessionState, error: Option<String>) {
     }
 }
 
+/// Logs once per agent life that the cardinality guard dropped series.
+fn report_dropped(cluster: &str, state: &mut crate::model::ClusterState) {
+    if !state.dropped_reported && !state.dropped.is_empty() {
+        state.dropped_reported = true;
+        warn!(
+            cluster,
+            max_elections = state.limits.max_elections,
+            max_groups = state.limits.max_groups,
+            "more elections or groups than the cardinality guard allows; the rest are not exported \
+             (see zookeeper_exporter_series_dropped_total; raise max_elections / max_groups to export them)"
+        );
+    }
+}
+
 /// Explains a connect failure in operator terms.
 fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) -> String {
     let servers = cfg.servers.join(",");
@@ -379,6 +393,10 @@ impl<'a> Session<'a> {
             }
             Mode::Oneshot => self.apply_oneshot(current).await,
         };
+        report_dropped(
+            &self.cfg.name,
+            &mut self.state.write().unwrap_or_else(|p| p.into_inner()),
+        );
         if let Err(e) = result {
             // A read failed (connection loss mid-batch): the affected trees
             // are re-listed rather than guessed.
@@ -451,18 +469,19 @@ impl<'a> Session<'a> {
             result = self.list(i, &pattern).await;
         }
         let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let tree = &mut g.trees[i];
         match result {
             Ok(listing) => {
-                if tree.sync_error().is_some() {
+                if g.trees[i].sync_error().is_some() {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
-                tree.apply_listing(listing, Now::current());
+                g.apply_listing(i, listing, Now::current());
+                report_dropped(&self.cfg.name, &mut g);
                 self.current[i] = Some(self.generation);
             }
             Err(e) => {
                 self.watches[i] = None;
                 let message = describe_sync_error(self.cfg, &pattern, &e);
+                let tree = &mut g.trees[i];
                 if tree.sync_error() != Some(message.as_str()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
                 }

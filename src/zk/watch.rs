@@ -263,11 +263,10 @@ pub async fn apply_events(
     let now = Now::current();
     let mut guard = state.write().unwrap_or_else(|p| p.into_inner());
     for e in &events {
-        let tree = &mut guard.trees[e.tree];
         let path = e.event.path.as_str();
         match (patterns[e.tree].classify(path), e.event.event_type) {
-            (PathKind::Parent, EventType::NodeCreated) => tree.parent_created(path, now),
-            (PathKind::Parent, EventType::NodeDeleted) => tree.parent_deleted(path),
+            (PathKind::Parent, EventType::NodeCreated) => guard.parent_created(e.tree, path, now),
+            (PathKind::Parent, EventType::NodeDeleted) => guard.trees[e.tree].parent_deleted(path),
             (
                 PathKind::Child { parent, .. },
                 EventType::NodeCreated | EventType::NodeDataChanged,
@@ -275,11 +274,11 @@ pub async fn apply_events(
                 // Clone only when the same node had several events in the batch.
                 let node = index.get(path).and_then(|i| read[*i].clone());
                 if let Some(node) = node {
-                    tree.child_upserted(parent, node, now);
+                    guard.child_upserted(e.tree, parent, node, now);
                 }
             }
             (PathKind::Child { parent, name }, EventType::NodeDeleted) => {
-                tree.child_deleted(parent, name, now)
+                guard.trees[e.tree].child_deleted(parent, name, now)
             }
             _ => {}
         }
