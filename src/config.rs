@@ -123,6 +123,25 @@ struct RawCluster {
     four_letter_words: Option<RawFourLetterWords>,
     max_elections: Option<usize>,
     max_groups: Option<usize>,
+    discovery: Option<RawDiscovery>,
+}
+
+/// `true`, `false` or `"auto"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawAuto {
+    Flag(bool),
+    Word(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDiscovery {
+    enabled: Option<RawAuto>,
+    root: Option<String>,
+    exclude: Option<Vec<String>>,
+    max_nodes: Option<usize>,
+    interval: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,6 +212,18 @@ pub struct ClusterConfig {
     pub four_letter_words: FourLetterWordsConfig,
     /// Cardinality guard.
     pub limits: Limits,
+    pub discovery: DiscoveryConfig,
+}
+
+/// Zero-config discovery of election and group trees.
+#[derive(Debug, Clone)]
+pub struct DiscoveryConfig {
+    /// Resolved: `auto` means on when no elections and no groups are configured.
+    pub enabled: bool,
+    pub root: String,
+    pub exclude: Vec<String>,
+    pub max_nodes: usize,
+    pub interval: Duration,
 }
 
 /// A membership tree: every node matching `pattern` is a group.
@@ -569,6 +600,11 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             },
         });
     }
+    let discovery = validate_discovery(
+        &format!("{key}.discovery"),
+        c.discovery.unwrap_or_default(),
+        elections.is_empty() && groups.is_empty(),
+    )?;
     Ok(ClusterConfig {
         name,
         servers,
@@ -584,6 +620,66 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             max_elections: c.max_elections.unwrap_or(Limits::default().max_elections),
             max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
         },
+        discovery,
+    })
+}
+
+fn validate_discovery(
+    key: &str,
+    raw: RawDiscovery,
+    nothing_configured: bool,
+) -> Result<DiscoveryConfig, ConfigError> {
+    let enabled = match raw.enabled {
+        None => nothing_configured,
+        Some(RawAuto::Flag(b)) => b,
+        Some(RawAuto::Word(w)) if w == "auto" => nothing_configured,
+        Some(RawAuto::Word(w)) => {
+            return Err(ConfigError::new(
+                format!("{key}.enabled"),
+                format!("`{w}` is not true, false or \"auto\""),
+            ));
+        }
+    };
+    let root = raw.root.unwrap_or_else(|| "/".to_owned());
+    if !root.starts_with('/') || (root.len() > 1 && root.ends_with('/')) {
+        return Err(ConfigError::new(
+            format!("{key}.root"),
+            format!("`{root}` must be an absolute path like \"/\" or \"/apps\""),
+        ));
+    }
+    let exclude = raw.exclude.unwrap_or_else(|| vec!["/zookeeper".to_owned()]);
+    for (j, e) in exclude.iter().enumerate() {
+        if !e.starts_with('/') {
+            return Err(ConfigError::new(
+                format!("{key}.exclude[{j}]"),
+                format!("`{e}` must be an absolute path"),
+            ));
+        }
+    }
+    let max_nodes = raw.max_nodes.unwrap_or(100_000);
+    if max_nodes == 0 {
+        return Err(ConfigError::new(
+            format!("{key}.max_nodes"),
+            "must be at least 1",
+        ));
+    }
+    let interval = parse_duration(
+        &format!("{key}.interval"),
+        raw.interval.as_deref(),
+        Duration::from_secs(300),
+    )?;
+    if interval < Duration::from_secs(1) {
+        return Err(ConfigError::new(
+            format!("{key}.interval"),
+            "must be at least 1s",
+        ));
+    }
+    Ok(DiscoveryConfig {
+        enabled,
+        root,
+        exclude,
+        max_nodes,
+        interval,
     })
 }
 
@@ -938,6 +1034,35 @@ path = "/locks/*"
             !load(&o, std::iter::empty()).unwrap().clusters[0]
                 .four_letter_words
                 .enabled
+        );
+    }
+
+    #[test]
+    fn discovery_is_auto_when_nothing_is_configured() {
+        let c = load_file("[[clusters]]\nservers=[\"a\"]\n", &[]).unwrap();
+        let d = &c.clusters[0].discovery;
+        assert!(d.enabled);
+        assert_eq!((d.root.as_str(), d.max_nodes), ("/", 100_000));
+        assert_eq!(d.exclude, vec!["/zookeeper"]);
+        let c = load_file(
+            "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/a/*\"\n",
+            &[],
+        )
+        .unwrap();
+        assert!(
+            !c.clusters[0].discovery.enabled,
+            "auto is off once something is configured"
+        );
+        let c = load_file("[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/a/*\"\n[clusters.discovery]\nenabled=true\ninterval=\"30s\"\n", &[]).unwrap();
+        assert!(c.clusters[0].discovery.enabled);
+        assert_eq!(c.clusters[0].discovery.interval, Duration::from_secs(30));
+        assert!(
+            err("[[clusters]]\nservers=[\"a\"]\n[clusters.discovery]\nenabled=\"maybe\"\n")
+                .starts_with("clusters[0].discovery.enabled")
+        );
+        assert!(
+            err("[[clusters]]\nservers=[\"a\"]\n[clusters.discovery]\nmax_nodes=0\n")
+                .starts_with("clusters[0].discovery.max_nodes")
         );
     }
 

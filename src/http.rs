@@ -31,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
+        .route("/api/v1/trees", get(trees))
         .with_state(state)
 }
 
@@ -60,6 +61,7 @@ async fn index() -> Html<&'static str> {
         "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>",
         "<li><a href=\"/ready\">/ready</a>: 200 when every session is connected and every tree synced</li>",
         "<li><a href=\"/healthz\">/healthz</a>: process is alive</li>",
+        "<li><a href=\"/api/v1/trees\">/api/v1/trees</a>: watched elections and groups (JSON)</li>",
         "</ul></body></html>"
     ))
 }
@@ -126,6 +128,38 @@ pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
         }
     }
     reasons
+}
+
+/// The watched trees, configured and discovered, with their elections or
+/// groups: what the agent is looking at, for people and tooling.
+async fn trees(State(state): State<AppState>) -> Response {
+    let clusters: Vec<serde_json::Value> = state
+        .clusters
+        .iter()
+        .map(|c| {
+            let c = c.read().unwrap_or_else(|p| p.into_inner());
+            let trees: Vec<serde_json::Value> = c
+                .trees
+                .iter()
+                .map(|t| {
+                    let parents: Vec<&str> = match (t.as_elections(), t.as_groups()) {
+                        (Some(e), _) => e.elections().map(|(p, _)| p).collect(),
+                        (_, Some(g)) => g.groups().map(|(p, _)| p).collect(),
+                        _ => Vec::new(),
+                    };
+                    serde_json::json!({
+                        "path": t.pattern().as_str(),
+                        "kind": t.kind_label(),
+                        "source": t.source().label(),
+                        "synced": t.synced(),
+                        "nodes": parents,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "cluster": c.name, "trees": trees })
+        })
+        .collect();
+    axum::Json(serde_json::json!({ "clusters": clusters })).into_response()
 }
 
 async fn ready(State(state): State<AppState>) -> Response {

@@ -74,6 +74,7 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
         let fourlw = cluster.four_letter_words.enabled;
         let mut model = ClusterState::new(cluster.name.clone(), trees, fourlw);
         model.limits = cluster.limits;
+        model.discovery = cluster.discovery.enabled.then(Default::default);
         let state = Arc::new(RwLock::new(model));
         if fourlw {
             pollers.push(Arc::new(Poller::new(

@@ -127,6 +127,7 @@ impl PromCollector for Collector {
         encode_trees(&mut encoder, &clusters)?;
         encode_sessions(&mut encoder, &clusters)?;
         encode_ensembles(&mut encoder, &clusters)?;
+        encode_discovery(&mut encoder, &clusters)?;
         family(
             &mut encoder,
             "zookeeper_exporter_series_dropped",
@@ -984,4 +985,71 @@ fn encode_mntr_summaries(out: &mut String, clusters: &[&ClusterState]) -> fmt::R
         }
     }
     Ok(())
+}
+
+fn encode_discovery(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    let discovering = || {
+        clusters
+            .iter()
+            .filter_map(|c| c.discovery.as_ref().map(|d| (c.name.as_str(), d)))
+    };
+    family(
+        enc,
+        "zookeeper_discovery_trees",
+        "Trees added by discovery since start, by kind.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(
+                    m,
+                    &[("cluster", cluster), ("kind", "election")],
+                    d.election_trees as f64,
+                )?;
+                gauge(
+                    m,
+                    &[("cluster", cluster), ("kind", "group")],
+                    d.group_trees as f64,
+                )?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_nodes_walked",
+        "Nodes listed by the last discovery walk.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(m, &[("cluster", cluster)], d.nodes_walked as f64)?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_truncated",
+        "1 if the last discovery walk stopped at max_nodes with nodes left unvisited.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(m, &[("cluster", cluster)], f64::from(u8::from(d.truncated)))?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_last_run_timestamp_seconds",
+        "Unix time the last discovery walk finished; absent before the first.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                if let Some(t) = d.last_run {
+                    gauge(m, &[("cluster", cluster)], unix_seconds(t))?;
+                }
+            }
+            Ok(())
+        },
+    )
 }

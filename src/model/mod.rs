@@ -30,6 +30,19 @@ pub struct ClusterState {
     pub dropped: BTreeMap<&'static str, u64>,
     /// Set by the source once it has logged that the guard dropped series.
     pub dropped_reported: bool,
+    /// Outcome of the last discovery walk; `None` when discovery is off.
+    pub discovery: Option<DiscoveryStatus>,
+}
+
+/// What the last discovery walk found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiscoveryStatus {
+    /// Trees added by discovery, by kind, since start.
+    pub election_trees: usize,
+    pub group_trees: usize,
+    pub nodes_walked: usize,
+    pub truncated: bool,
+    pub last_run: Option<std::time::SystemTime>,
 }
 
 /// Most elections and most groups one cluster exports; past them new ones
@@ -62,6 +75,7 @@ impl ClusterState {
             limits: Limits::default(),
             dropped: BTreeMap::new(),
             dropped_reported: false,
+            discovery: None,
         }
     }
 

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, SessionState as ZkState};
 
+use super::discovery::{self, Found};
 use super::oneshot::{self, Sink};
 use super::watch::{
     MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
@@ -22,9 +23,12 @@ use super::watch::{
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
 use crate::model::SharedCluster;
+use crate::model::candidate::IdentityMode;
 use crate::model::election::Now;
+use crate::model::groups::GroupSpec;
 use crate::model::session::SessionState;
 use crate::model::tree::TreePattern;
+use crate::model::tree::{PathKind, Tree, TreeSource};
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -243,6 +247,7 @@ struct Session<'a> {
     /// One-shot mode: intermediate nodes of each tree carrying a child watch.
     levels: Vec<HashSet<String>>,
     generation: u64,
+    discovery_truncation_logged: bool,
     tx: mpsc::UnboundedSender<TreeEvent>,
     rx: mpsc::UnboundedReceiver<TreeEvent>,
 }
@@ -268,6 +273,7 @@ impl<'a> Session<'a> {
             watches: patterns.iter().map(|_| None).collect(),
             levels: patterns.iter().map(|_| HashSet::new()).collect(),
             patterns,
+            discovery_truncation_logged: false,
             client,
             state,
             generation: 0,
@@ -289,6 +295,9 @@ impl<'a> Session<'a> {
         let mut members = tokio::time::interval(MEMBERS_REFRESH);
         members.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         members.reset();
+        // The first walk runs right away, then every `interval`.
+        let mut discover = tokio::time::interval(self.cfg.discovery.interval);
+        discover.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut probe = tokio::time::interval(self.cfg.latency_probe_interval);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut retry = tokio::time::interval(SYNC_RETRY);
@@ -363,6 +372,7 @@ impl<'a> Session<'a> {
                     }
                 }
                 _ = members.tick(), if connected => self.refresh_members().await,
+                _ = discover.tick(), if connected && self.cfg.discovery.enabled => self.discover().await,
                 _ = retry.tick(), if connected => {
                     let failed: Vec<usize> = {
                         let g = self.state.read().unwrap_or_else(|p| p.into_inner());
@@ -422,6 +432,94 @@ impl<'a> Session<'a> {
             oneshot::apply_event(&self.client, pattern, event, &sink, levels, &self.state).await?;
         }
         Ok(())
+    }
+
+    /// Walks the namespace for election and group trees and starts watching
+    /// the ones no tree covers yet. Configured trees win: a found node a
+    /// configured glob matches is left to it.
+    async fn discover(&mut self) {
+        let d = &self.cfg.discovery;
+        let walk = match discovery::walk(&self.client, &d.root, &d.exclude, d.max_nodes).await {
+            Ok(w) => w,
+            Err(e) => {
+                debug!(cluster = %self.cfg.name, "discovery walk failed ({e}); retrying at the next interval");
+                return;
+            }
+        };
+        if walk.truncated && !self.discovery_truncation_logged {
+            self.discovery_truncation_logged = true;
+            warn!(
+                cluster = %self.cfg.name,
+                max_nodes = d.max_nodes,
+                "discovery stopped after max_nodes nodes; trees deeper in the namespace are not found \
+                 (raise discovery.max_nodes, narrow discovery.root, or configure the trees)"
+            );
+        }
+        let mut added = Vec::new();
+        for kind in [Found::Election, Found::Group] {
+            for pattern in discovery::patterns(&walk, kind) {
+                let found: Vec<&str> = match kind {
+                    Found::Election => walk.elections().collect(),
+                    _ => walk.groups().collect(),
+                };
+                let under: Vec<&str> = found
+                    .into_iter()
+                    .filter(|p| pattern.classify(p) == PathKind::Parent)
+                    .collect();
+                let fresh = discovery::uncovered(under.iter().copied(), &self.patterns);
+                if fresh.is_empty() {
+                    continue;
+                }
+                // Part of a glob is already watched: watch the rest one by one.
+                let patterns = if fresh.len() == under.len() {
+                    vec![pattern]
+                } else {
+                    fresh
+                        .iter()
+                        .filter_map(|p| TreePattern::parse(p).ok())
+                        .collect()
+                };
+                for p in patterns {
+                    let tree = match kind {
+                        Found::Election => Tree::elections(p.clone(), IdentityMode::Data),
+                        _ => Tree::groups(
+                            p.clone(),
+                            GroupSpec {
+                                member: IdentityMode::Node,
+                                min_members: None,
+                                export_members: false,
+                            },
+                        ),
+                    };
+                    added.push((p, tree.with_source(TreeSource::Discovered), kind));
+                }
+            }
+        }
+        let first_new = self.patterns.len();
+        {
+            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+            let status = g.discovery.get_or_insert_with(Default::default);
+            status.nodes_walked = walk.walked;
+            status.truncated = walk.truncated;
+            status.last_run = Some(std::time::SystemTime::now());
+            for (_, _, kind) in &added {
+                match kind {
+                    Found::Election => status.election_trees += 1,
+                    _ => status.group_trees += 1,
+                }
+            }
+            for (pattern, tree, _) in added {
+                info!(cluster = %self.cfg.name, tree = %pattern.as_str(), kind = tree.kind_label(), "discovered a tree");
+                g.trees.push(tree);
+                self.patterns.push(pattern);
+                self.current.push(None);
+                self.watches.push(None);
+                self.levels.push(HashSet::new());
+            }
+        }
+        for i in first_new..self.patterns.len() {
+            self.sync_tree(i).await;
+        }
     }
 
     /// Reads the members the ensemble publishes in `/zookeeper/config`

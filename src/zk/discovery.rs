@@ -1,0 +1,274 @@
+//! Zero-config discovery: walk the namespace breadth-first with batched
+//! reads and find the nodes that hold elections (ephemeral children with
+//! sequence suffixes) and groups (ephemeral children without).
+//!
+//! Ephemeral nodes cannot have children, so a node with children is always
+//! persistent; what a parent is depends on its children. The walk lists
+//! every node's children and reads the stat of a small sample of them: if the
+//! sample is ephemeral the parent is an election or a group (its children are
+//! not walked further), otherwise the walk descends. Persistent sequential
+//! children (queues) are therefore never taken for elections.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zookeeper_client::{Client, MultiReadResult};
+
+use super::watch::join;
+use crate::model::candidate::parse_sequence;
+use crate::model::tree::TreePattern;
+
+/// Children whose stat is read to classify their parent.
+const SAMPLE: usize = 3;
+/// Operations per multi-read.
+const BATCH: usize = 256;
+
+/// What the walk made of one listed node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    Election,
+    Group,
+    /// Persistent children: walked further.
+    Other,
+    /// No children (a leaf, or an election or group empty right now).
+    Empty,
+}
+
+/// The outcome of one walk.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    /// Every listed node and what it is.
+    pub nodes: BTreeMap<String, Found>,
+    pub walked: usize,
+    /// The walk stopped at `max_nodes` with nodes left to list.
+    pub truncated: bool,
+    /// Multi-read requests and the operations in them.
+    pub requests: usize,
+    pub operations: usize,
+}
+
+impl Walk {
+    pub fn elections(&self) -> impl Iterator<Item = &str> {
+        self.of(Found::Election)
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        self.of(Found::Group)
+    }
+
+    fn of(&self, kind: Found) -> impl Iterator<Item = &str> {
+        self.nodes
+            .iter()
+            .filter(move |(_, k)| **k == kind)
+            .map(|(p, _)| p.as_str())
+    }
+}
+
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// Turns found parents into watchable globs. Elections (or groups) that
+/// share a parent become `parent/*` when every sibling that has children is
+/// of the same kind (a sibling without children is then an election or
+/// group that is empty right now); otherwise each keeps its exact path, so a
+/// `config` node next to elections is never reported as a masterless one.
+pub fn patterns(walk: &Walk, kind: Found) -> Vec<TreePattern> {
+    let mut by_parent: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for path in walk.of(kind) {
+        by_parent.entry(parent_of(path)).or_default().push(path);
+    }
+    let mut out = Vec::new();
+    for (parent, paths) in by_parent {
+        let uniform = walk
+            .nodes
+            .iter()
+            .filter(|(p, _)| parent_of(p) == parent && p.as_str() != parent)
+            .all(|(_, k)| *k == kind || *k == Found::Empty);
+        let glob = if parent == "/" {
+            "/*".to_owned()
+        } else {
+            format!("{parent}/*")
+        };
+        match TreePattern::parse(&glob) {
+            Ok(p) if uniform && paths.len() > 1 => out.push(p),
+            _ => out.extend(paths.iter().filter_map(|p| TreePattern::parse(p).ok())),
+        }
+    }
+    out
+}
+
+fn excluded(path: &str, exclude: &[String]) -> bool {
+    exclude
+        .iter()
+        .any(|e| path == e || path.starts_with(&format!("{}/", e.trim_end_matches('/'))))
+}
+
+async fn multi(
+    client: &Client,
+    paths: &[String],
+    children: bool,
+    walk: &mut Walk,
+) -> Result<Vec<MultiReadResult>, zookeeper_client::Error> {
+    let mut out = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(BATCH) {
+        let mut reader = client.new_multi_reader();
+        for p in chunk {
+            if children {
+                reader.add_get_children(p)?;
+            } else {
+                reader.add_get_data(p)?;
+            }
+        }
+        walk.requests += 1;
+        walk.operations += chunk.len();
+        out.extend(reader.commit().await?);
+    }
+    Ok(out)
+}
+
+/// Walks from `root`, skipping `exclude` subtrees, listing at most
+/// `max_nodes` nodes.
+pub async fn walk(
+    client: &Client,
+    root: &str,
+    exclude: &[String],
+    max_nodes: usize,
+) -> Result<Walk, zookeeper_client::Error> {
+    let mut walk = Walk::default();
+    let mut frontier = vec![root.to_owned()];
+    while !frontier.is_empty() {
+        let room = max_nodes.saturating_sub(walk.walked);
+        if room == 0 {
+            walk.truncated = true;
+            break;
+        }
+        let rest = frontier.split_off(frontier.len().min(room));
+        if !rest.is_empty() {
+            walk.truncated = true;
+        }
+        let listed = multi(client, &frontier, true, &mut walk).await?;
+        walk.walked += frontier.len();
+        let mut parents: Vec<(String, Vec<String>)> = Vec::new();
+        for (path, result) in frontier.into_iter().zip(listed) {
+            match result {
+                MultiReadResult::Children { mut children } if !children.is_empty() => {
+                    children.sort();
+                    parents.push((path, children));
+                }
+                MultiReadResult::Children { .. } => {
+                    walk.nodes.insert(path, Found::Empty);
+                }
+                // Deleted meanwhile, or no rights: nothing to classify.
+                _ => {}
+            }
+        }
+        let samples: Vec<String> = parents
+            .iter()
+            .flat_map(|(p, c)| c.iter().take(SAMPLE).map(move |c| join(p, c)))
+            .collect();
+        let stats = multi(client, &samples, false, &mut walk).await?;
+        let mut stats = stats.into_iter();
+        let mut next = Vec::new();
+        for (path, children) in parents {
+            let sampled: Vec<bool> = stats
+                .by_ref()
+                .take(children.len().min(SAMPLE))
+                .map(|r| matches!(r, MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0))
+                .collect();
+            let ephemeral = !sampled.is_empty() && sampled.iter().all(|e| *e);
+            let sequential = children
+                .iter()
+                .filter(|c| parse_sequence(c).is_some())
+                .count();
+            let kind = match (ephemeral, sequential) {
+                (true, n) if n == children.len() => Found::Election,
+                (true, 0) => Found::Group,
+                _ => Found::Other,
+            };
+            if kind == Found::Other {
+                next.extend(
+                    children
+                        .iter()
+                        .map(|c| join(&path, c))
+                        .filter(|p| !excluded(p, exclude)),
+                );
+            }
+            walk.nodes.insert(path, kind);
+        }
+        next.extend(rest);
+        frontier = next;
+    }
+    Ok(walk)
+}
+
+/// Paths of the found kind not already covered by a configured pattern.
+pub fn uncovered<'a>(
+    paths: impl Iterator<Item = &'a str>,
+    configured: &[TreePattern],
+) -> BTreeSet<String> {
+    paths
+        .filter(|p| {
+            !configured
+                .iter()
+                .any(|c| c.classify(p) == crate::model::tree::PathKind::Parent)
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk_of(nodes: &[(&str, Found)]) -> Walk {
+        Walk {
+            nodes: nodes.iter().map(|(p, k)| (p.to_string(), *k)).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn siblings_fold_into_a_glob_only_when_uniform() {
+        let w = walk_of(&[
+            ("/bots", Found::Other),
+            ("/bots/b1", Found::Election),
+            ("/bots/b2", Found::Election),
+            ("/locks", Found::Other),
+            ("/locks/l1", Found::Election),
+            ("/locks/config", Found::Other),
+            ("/empty", Found::Other),
+            ("/empty/e1", Found::Election),
+            ("/empty/e2", Found::Election),
+            ("/empty/e3", Found::Empty),
+            ("/solo/leader", Found::Election),
+        ]);
+        let p: Vec<String> = patterns(&w, Found::Election)
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect();
+        assert_eq!(p, vec!["/bots/*", "/empty/*", "/locks/l1", "/solo/leader"]);
+    }
+
+    #[test]
+    fn exclusions_cover_subtrees() {
+        let ex = vec!["/zookeeper".to_owned()];
+        assert!(excluded("/zookeeper", &ex));
+        assert!(excluded("/zookeeper/quota", &ex));
+        assert!(!excluded("/zookeeperish", &ex));
+    }
+
+    #[test]
+    fn configured_patterns_win() {
+        let configured = vec![TreePattern::parse("/bots/*").unwrap()];
+        let found = ["/bots/b1", "/locks/l1"];
+        assert_eq!(
+            uncovered(found.into_iter(), &configured)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec!["/locks/l1"]
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! Zero-config discovery and the cardinality guard against a real ZooKeeper.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use zookeeper_client::{Acls, Client, CreateMode};
+
+const T: Duration = Duration::from_secs(40);
+
+async fn create(c: &Client, path: &str, mode: CreateMode, data: &[u8]) -> String {
+    let (_, seq) = c
+        .create(path, data, &mode.with_acls(Acls::anyone_all()))
+        .await
+        .unwrap_or_else(|e| panic!("create {path}: {e}"));
+    match mode {
+        CreateMode::EphemeralSequential | CreateMode::PersistentSequential => {
+            format!("{path}{seq}")
+        }
+        _ => path.to_owned(),
+    }
+}
+
+/// A namespace with one of each: elections, a uuid-prefixed lock, a
+/// registry, a persistent sequential queue and plain configuration nodes.
+async fn populate(c: &Client, base: &str) {
+    for e in [
+        "bots/bot_1",
+        "bots/bot_2",
+        "locks/resource_a",
+        "services/api",
+        "services/web",
+        "queue",
+        "config",
+    ] {
+        mkdir(c, &format!("{base}/{e}")).await;
+    }
+    candidate(c, &format!("{base}/bots/bot_1"), "instance_", b"phone-1").await;
+    candidate(c, &format!("{base}/bots/bot_1"), "instance_", b"phone-2").await;
+    candidate(c, &format!("{base}/bots/bot_2"), "instance_", b"phone-3").await;
+    candidate(
+        c,
+        &format!("{base}/locks/resource_a"),
+        "7c2e1f3a-9b1d-4c55-8e0f-1a2b3c4d5e6f__lock__",
+        b"",
+    )
+    .await;
+    create(
+        c,
+        &format!("{base}/services/api/10.0.0.1:8080"),
+        CreateMode::Ephemeral,
+        b"",
+    )
+    .await;
+    create(
+        c,
+        &format!("{base}/services/web/10.0.0.2:8080"),
+        CreateMode::Ephemeral,
+        b"",
+    )
+    .await;
+    for _ in 0..3 {
+        create(
+            c,
+            &format!("{base}/queue/item-"),
+            CreateMode::PersistentSequential,
+            b"job",
+        )
+        .await;
+    }
+    create(
+        c,
+        &format!("{base}/config/db"),
+        CreateMode::Persistent,
+        b"url=...",
+    )
+    .await;
+    create(
+        c,
+        &format!("{base}/config/app"),
+        CreateMode::Persistent,
+        b"x=1",
+    )
+    .await;
+}
+
+fn config(servers: &str, extra: &str) -> String {
+    format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\n{extra}\n[clusters.four_letter_words]\nenabled = false\n"
+    )
+}
+
+/// (path, kind, source) of every watched tree, from /api/v1/trees.
+fn trees(exporter: &Exporter) -> Result<Vec<(String, String, String)>, String> {
+    let (status, body) = http_get(exporter.port, "/api/v1/trees")?;
+    if status != 200 {
+        return Err(format!("/api/v1/trees answered {status}"));
+    }
+    let json: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for c in json["clusters"].as_array().ok_or("no clusters")? {
+        for t in c["trees"].as_array().ok_or("no trees")? {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
+            out.push((s("path"), s("kind"), s("source")));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_classifies_every_kind_of_tree() {
+    let zk = shared_server();
+    let base = unique_path("discover");
+    let c = client(&zk.address()).await;
+    populate(&c, &base).await;
+    let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
+    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let d = |k: &str, v: &str| (format!("{base}/{k}"), v.to_owned(), "discovered".to_owned());
+    let expected = vec![
+        d("bots/*", "election"),
+        d("locks/resource_a", "election"),
+        d("services/*", "group"),
+    ];
+    let found = wait_for_async("discovered trees", T, || {
+        let t = trees(&exporter)?;
+        if t.len() >= 3 {
+            Ok(t)
+        } else {
+            Err(format!("{t:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        found, expected,
+        "the queue and the config nodes are no trees"
+    );
+
+    let bot_1 = format!("{base}/bots/bot_1");
+    let m = exporter
+        .until("discovered elections exported", T, |m| {
+            m.get("zookeeper_election_candidates", &election_labels(&bot_1)) == Some(2.0)
+        })
+        .await;
+    assert_eq!(master_identity(&m, &bot_1).as_deref(), Some("phone-1"));
+    let lock = format!("{base}/locks/resource_a");
+    assert_eq!(
+        m.get("zookeeper_election_has_master", &election_labels(&lock)),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_group_members",
+            &[("group", &*format!("{base}/services/api"))]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_discovery_trees",
+            &[("cluster", "test"), ("kind", "election")]
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_discovery_trees",
+            &[("cluster", "test"), ("kind", "group")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.get("zookeeper_discovery_truncated", &[("cluster", "test")]),
+        Some(0.0)
+    );
+    assert!(
+        m.get("zookeeper_discovery_nodes_walked", &[("cluster", "test")])
+            .unwrap()
+            >= 10.0
+    );
+    assert!(
+        m.get(
+            "zookeeper_discovery_last_run_timestamp_seconds",
+            &[("cluster", "test")]
+        )
+        .is_some()
+    );
+
+    // A tree created after start-up is found by the next walk.
+    let late = format!("{base}/late/leader");
+    mkdir(&c, &late).await;
+    candidate(&c, &late, "n_", b"late-one").await;
+    exporter
+        .until("the late tree", T, |m| {
+            m.get("zookeeper_election_has_master", &election_labels(&late)) == Some(1.0)
+        })
+        .await;
+    let t = trees(&exporter).unwrap();
+    assert!(
+        t.contains(&(late.clone(), "election".into(), "discovered".into())),
+        "{t:?}"
+    );
+    assert_eq!(exporter.ready().0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_trees_win_over_discovered_ones() {
+    let zk = shared_server();
+    let base = unique_path("precedence");
+    let c = client(&zk.address()).await;
+    populate(&c, &base).await;
+    let extra = format!(
+        "[[clusters.elections]]\npath = \"{base}/bots/*\"\nidentity = \"node\"\n[clusters.discovery]\nenabled = true\nroot = \"{base}\"\ninterval = \"1s\""
+    );
+    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let found = wait_for_async("discovered trees", T, || {
+        let t = trees(&exporter)?;
+        if t.len() >= 3 {
+            Ok(t)
+        } else {
+            Err(format!("{t:?}"))
+        }
+    })
+    .await;
+    let bots: Vec<_> = found
+        .iter()
+        .filter(|(p, _, _)| p.contains("/bots"))
+        .collect();
+    assert_eq!(
+        bots,
+        vec![&(
+            format!("{base}/bots/*"),
+            "election".to_owned(),
+            "configured".to_owned()
+        )]
+    );
+    let m = exporter.metrics().unwrap();
+    let bot_1 = format!("{base}/bots/bot_1");
+    assert_eq!(
+        m.series("zookeeper_election_master", &election_labels(&bot_1))
+            .len(),
+        1,
+        "exported once"
+    );
+    assert!(
+        master_identity(&m, &bot_1)
+            .unwrap()
+            .starts_with("instance_"),
+        "the configured identity mode wins"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_cut_short_by_max_nodes_says_so_and_the_agent_stays_healthy() {
+    let zk = shared_server();
+    let base = unique_path("truncate");
+    let c = client(&zk.address()).await;
+    populate(&c, &base).await;
+    let extra =
+        format!("[clusters.discovery]\nroot = \"{base}\"\nmax_nodes = 3\ninterval = \"1s\"");
+    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let m = exporter
+        .until("truncated walk", T, |m| {
+            m.get("zookeeper_discovery_truncated", &[("cluster", "test")]) == Some(1.0)
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_discovery_nodes_walked", &[("cluster", "test")]),
+        Some(3.0)
+    );
+    assert_eq!(http_get(exporter.port, "/healthz").unwrap().0, 200);
+    assert_eq!(exporter.ready().0, 200, "a truncated walk is not a failure");
+    assert!(exporter.log().contains("discovery stopped after max_nodes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cardinality_guard_caps_exported_elections() {
+    let zk = shared_server();
+    let base = unique_path("guard");
+    let c = client(&zk.address()).await;
+    for i in 0..5 {
+        let e = format!("{base}/e{i}");
+        mkdir(&c, &e).await;
+        candidate(&c, &e, "n_", b"x").await;
+    }
+    let extra = format!("max_elections = 3\n[[clusters.elections]]\npath = \"{base}/*\"");
+    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let m = exporter
+        .until("guard applied", T, |m| {
+            m.get(
+                "zookeeper_exporter_series_dropped_total",
+                &[("cluster", "test"), ("kind", "election")],
+            ) == Some(2.0)
+        })
+        .await;
+    assert_eq!(
+        m.series("zookeeper_election_candidates", &[("cluster", "test")])
+            .len(),
+        3
+    );
+    // A new election beyond the cap is declined and counted, the agent serves on.
+    let e = format!("{base}/e9");
+    mkdir(&c, &e).await;
+    exporter
+        .until("new election declined", T, |m| {
+            m.get(
+                "zookeeper_exporter_series_dropped_total",
+                &[("cluster", "test"), ("kind", "election")],
+            ) == Some(3.0)
+        })
+        .await;
+    assert_eq!(
+        exporter.log().matches("cardinality guard").count(),
+        1,
+        "warned once"
+    );
+}
