@@ -36,9 +36,12 @@ fn master_is(exporter_port: u16, election: &str, node: &str) -> bool {
     })
 }
 
-async fn switch_latency(zk: &ZkServer) {
+/// `fourlw` toggles four-letter-word polling, whose collection (once per
+/// `min_interval`) and ~500 extra series share the scrape path.
+async fn switch_latency(zk: &ZkServer, fourlw: bool) {
     let base = unique_path("bench_switch");
-    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+    let extra = if fourlw { "" } else { "[clusters.four_letter_words]\nenabled = false" };
+    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), extra));
     let admin = client(&zk.address()).await;
     let watcher = client(&zk.address()).await;
     let (mut plain, mut scrape) = (Vec::new(), Vec::new());
@@ -74,7 +77,8 @@ async fn switch_latency(zk: &ZkServer) {
     plain.sort();
     scrape.sort();
     println!(
-        "(a) switch seen by a plain watch: median {:.2?} p90 {:.2?}; on /metrics: median {:.2?} p90 {:.2?}; ratio of medians {:.2}",
+        "(a) four-letter words {}: switch seen by a plain watch: median {:.2?} p90 {:.2?}; on /metrics: median {:.2?} p90 {:.2?}; ratio of medians {:.2}",
+        if fourlw { "on" } else { "off" },
         percentile(&plain, 0.5),
         percentile(&plain, 0.9),
         percentile(&scrape, 0.5),
@@ -285,14 +289,114 @@ fn ensemble_scrapes() {
     );
 }
 
+/// Creates `paths` (parents first) with pipelined requests.
+async fn create_all(c: &zookeeper_client::Client, paths: &[String], mode: zookeeper_client::CreateMode) {
+    let options = mode.with_acls(zookeeper_client::Acls::anyone_all());
+    for chunk in paths.chunks(2000) {
+        let results = futures::future::join_all(chunk.iter().map(|p| c.create(p, b"", &options))).await;
+        for r in results {
+            match r {
+                Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                Err(e) => panic!("create: {e}"),
+            }
+        }
+    }
+}
+
+/// Discovery over 100,000 nodes, in-process: time, nodes, requests.
+async fn discovery_walk(zk: &ZkServer) {
+    let c = client(&zk.address()).await;
+    let root = unique_path("bench_discovery");
+    let persistent = zookeeper_client::CreateMode::Persistent;
+    create_all(&c, &[root.clone()], persistent).await;
+    let level_a: Vec<String> = (0..100).map(|a| format!("{root}/a{a}")).collect();
+    create_all(&c, &level_a, persistent).await;
+    let level_b: Vec<String> = level_a.iter().flat_map(|a| (0..100).map(move |b| format!("{a}/b{b}"))).collect();
+    create_all(&c, &level_b, persistent).await;
+    // Leaves: 90 % configuration nodes, 10 % elections with 9 ephemeral
+    // candidates, so the walk meets both kinds.
+    let mut leaves = Vec::new();
+    let mut candidates = Vec::new();
+    for (i, b) in level_b.iter().enumerate() {
+        if i % 10 == 0 {
+            candidates.extend((0..9).map(|_| format!("{b}/n_")));
+        } else {
+            leaves.extend((0..9).map(|c| format!("{b}/c{c}")));
+        }
+    }
+    create_all(&c, &leaves, persistent).await;
+    create_all(&c, &candidates, zookeeper_client::CreateMode::EphemeralSequential).await;
+    let total = 1 + level_a.len() + level_b.len() + leaves.len() + candidates.len();
+    let started = Instant::now();
+    let walk = zk_election_exporter::zk::discovery::walk(&c, &root, &[], 200_000).await.unwrap();
+    let took = started.elapsed();
+    println!(
+        "(g) discovery over {total} nodes: {:.2?}, {} nodes listed, {} elections found, {} multi-read requests carrying {} operations",
+        took,
+        walk.walked,
+        walk.elections().count(),
+        walk.requests,
+        walk.operations
+    );
+}
+
+/// 1,000 groups x 10 members: process start to /ready, and RSS.
+async fn groups_sync(zk: &ZkServer) {
+    let c = client(&zk.address()).await;
+    let root = unique_path("bench_groups");
+    create_all(&c, &[root.clone()], zookeeper_client::CreateMode::Persistent).await;
+    let groups: Vec<String> = (0..1000).map(|g| format!("{root}/svc{g:04}")).collect();
+    create_all(&c, &groups, zookeeper_client::CreateMode::Persistent).await;
+    let members: Vec<String> = groups
+        .iter()
+        .flat_map(|g| (0..10).map(move |m| format!("{g}/10.0.{}.{m}:8080", m % 7)))
+        .collect();
+    create_all(&c, &members, zookeeper_client::CreateMode::Ephemeral).await;
+    let port = free_port();
+    let dir = temp_dir("bench-groups");
+    std::fs::write(
+        dir.join("c.toml"),
+        format!(
+            "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n[[clusters.groups]]\npath = \"{root}/*\"\nexport_members = true\n",
+            zk.address()
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .arg("--config")
+        .arg(dir.join("c.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("groups synced", Duration::from_secs(120), || match http_get(port, "/ready") {
+        Ok((200, _)) => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let sync = started.elapsed();
+    let body = get_raw(port);
+    let series = body.split(|b| *b == b'\n').filter(|l| l.first() == Some(&b'z')).count();
+    println!(
+        "(h) 1,000 groups x 10 members (export_members on, {series} series): process start to /ready {sync:.2?}; RSS {:.1} MiB (peak {:.1} MiB)",
+        rss_kib(exporter.id(), "VmRSS:") as f64 / 1024.0,
+        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0
+    );
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+}
+
 fn main() {
     let zk = ZkServer::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(switch_latency(&zk));
+    runtime.block_on(switch_latency(&zk, false));
+    runtime.block_on(switch_latency(&zk, true));
     large_tree(&zk);
+    runtime.block_on(discovery_walk(&zk));
+    runtime.block_on(groups_sync(&zk));
     drop(zk);
     ensemble_scrapes();
 }
