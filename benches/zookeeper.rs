@@ -40,7 +40,11 @@ fn master_is(exporter_port: u16, election: &str, node: &str) -> bool {
 /// `min_interval`) and ~500 extra series share the scrape path.
 async fn switch_latency(zk: &ZkServer, fourlw: bool) {
     let base = unique_path("bench_switch");
-    let extra = if fourlw { "" } else { "[clusters.four_letter_words]\nenabled = false" };
+    let extra = if fourlw {
+        ""
+    } else {
+        "[clusters.four_letter_words]\nenabled = false"
+    };
     let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), extra));
     let admin = client(&zk.address()).await;
     let watcher = client(&zk.address()).await;
@@ -290,10 +294,15 @@ fn ensemble_scrapes() {
 }
 
 /// Creates `paths` (parents first) with pipelined requests.
-async fn create_all(c: &zookeeper_client::Client, paths: &[String], mode: zookeeper_client::CreateMode) {
+async fn create_all(
+    c: &zookeeper_client::Client,
+    paths: &[String],
+    mode: zookeeper_client::CreateMode,
+) {
     let options = mode.with_acls(zookeeper_client::Acls::anyone_all());
     for chunk in paths.chunks(2000) {
-        let results = futures::future::join_all(chunk.iter().map(|p| c.create(p, b"", &options))).await;
+        let results =
+            futures::future::join_all(chunk.iter().map(|p| c.create(p, b"", &options))).await;
         for r in results {
             match r {
                 Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
@@ -311,7 +320,10 @@ async fn discovery_walk(zk: &ZkServer) {
     create_all(&c, &[root.clone()], persistent).await;
     let level_a: Vec<String> = (0..100).map(|a| format!("{root}/a{a}")).collect();
     create_all(&c, &level_a, persistent).await;
-    let level_b: Vec<String> = level_a.iter().flat_map(|a| (0..100).map(move |b| format!("{a}/b{b}"))).collect();
+    let level_b: Vec<String> = level_a
+        .iter()
+        .flat_map(|a| (0..100).map(move |b| format!("{a}/b{b}")))
+        .collect();
     create_all(&c, &level_b, persistent).await;
     // Leaves: 90 % configuration nodes, 10 % elections with 9 ephemeral
     // candidates, so the walk meets both kinds.
@@ -325,10 +337,17 @@ async fn discovery_walk(zk: &ZkServer) {
         }
     }
     create_all(&c, &leaves, persistent).await;
-    create_all(&c, &candidates, zookeeper_client::CreateMode::EphemeralSequential).await;
+    create_all(
+        &c,
+        &candidates,
+        zookeeper_client::CreateMode::EphemeralSequential,
+    )
+    .await;
     let total = 1 + level_a.len() + level_b.len() + leaves.len() + candidates.len();
     let started = Instant::now();
-    let walk = zk_election_exporter::zk::discovery::walk(&c, &root, &[], 200_000).await.unwrap();
+    let walk = zk_election_exporter::zk::discovery::walk(&c, &root, &[], 200_000)
+        .await
+        .unwrap();
     let took = started.elapsed();
     println!(
         "(g) discovery over {total} nodes: {:.2?}, {} nodes listed, {} elections found, {} multi-read requests carrying {} operations",
@@ -344,7 +363,12 @@ async fn discovery_walk(zk: &ZkServer) {
 async fn groups_sync(zk: &ZkServer) {
     let c = client(&zk.address()).await;
     let root = unique_path("bench_groups");
-    create_all(&c, &[root.clone()], zookeeper_client::CreateMode::Persistent).await;
+    create_all(
+        &c,
+        &[root.clone()],
+        zookeeper_client::CreateMode::Persistent,
+    )
+    .await;
     let groups: Vec<String> = (0..1000).map(|g| format!("{root}/svc{g:04}")).collect();
     create_all(&c, &groups, zookeeper_client::CreateMode::Persistent).await;
     let members: Vec<String> = groups
@@ -370,13 +394,20 @@ async fn groups_sync(zk: &ZkServer) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("groups synced", Duration::from_secs(120), || match http_get(port, "/ready") {
-        Ok((200, _)) => Ok(()),
-        other => Err(format!("{other:?}")),
-    });
+    wait_for(
+        "groups synced",
+        Duration::from_secs(120),
+        || match http_get(port, "/ready") {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
     let sync = started.elapsed();
     let body = get_raw(port);
-    let series = body.split(|b| *b == b'\n').filter(|l| l.first() == Some(&b'z')).count();
+    let series = body
+        .split(|b| *b == b'\n')
+        .filter(|l| l.first() == Some(&b'z'))
+        .count();
     println!(
         "(h) 1,000 groups x 10 members (export_members on, {series} series): process start to /ready {sync:.2?}; RSS {:.1} MiB (peak {:.1} MiB)",
         rss_kib(exporter.id(), "VmRSS:") as f64 / 1024.0,

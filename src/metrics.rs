@@ -46,7 +46,14 @@ pub struct Collector {
 pub struct Exposition {
     registry: Registry,
     clusters: Vec<SharedCluster>,
+    /// The mntr section (samples and summaries) per format, with the
+    /// ensemble generations it was written for: rebuilt only after a new
+    /// collection, not on every scrape.
+    mntr_cache: std::sync::Mutex<[Option<MntrSection>; 2]>,
 }
+
+/// Rendered mntr families and the ensemble generations they reflect.
+type MntrSection = (Vec<u64>, String);
 
 impl Exposition {
     pub fn new(clusters: Vec<SharedCluster>) -> Self {
@@ -54,7 +61,11 @@ impl Exposition {
         registry.register_collector(Box::new(Collector {
             clusters: clusters.clone(),
         }));
-        Self { registry, clusters }
+        Self {
+            registry,
+            clusters,
+            mntr_cache: std::sync::Mutex::new([None, None]),
+        }
     }
 
     /// Encodes everything in the Prometheus text format, or OpenMetrics.
@@ -71,7 +82,22 @@ impl Exposition {
             .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
             .collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
-        encode_mntr_summaries(&mut out, &clusters)?;
+        let generations: Vec<u64> = clusters
+            .iter()
+            .map(|c| c.ensemble.as_ref().map_or(0, |e| e.generation()))
+            .collect();
+        let mut cache = self.mntr_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut cache[usize::from(openmetrics)];
+        match slot {
+            Some((g, text)) if *g == generations => out.push_str(text),
+            _ => {
+                let mut text = String::new();
+                encode_mntr_samples(&mut text, &clusters, openmetrics)?;
+                encode_mntr_summaries(&mut text, &clusters)?;
+                out.push_str(&text);
+                *slot = Some((generations, text));
+            }
+        }
         if openmetrics {
             prometheus_client::encoding::text::encode_eof(&mut out)?;
         }
@@ -586,7 +612,6 @@ fn encode_ensembles(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> 
             })
         },
     )?;
-    encode_mntr_samples(enc, clusters)?;
     type SrvrValue = fn(&Srvr) -> Option<u64>;
     let srvr: [(&str, &str, SrvrValue); 3] = [
         (
@@ -858,7 +883,15 @@ struct MntrFamily<'a> {
 
 const MNTR_UNITS: &str = "as ZooKeeper reports it: times in milliseconds, sizes in bytes";
 
-fn encode_mntr_samples(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+/// Writes the families typed from mntr keys. They are written by hand,
+/// like the summaries, so that the whole mntr section can be cached per
+/// collection instead of re-encoded on every scrape.
+fn encode_mntr_samples(
+    out: &mut String,
+    clusters: &[&ClusterState],
+    openmetrics: bool,
+) -> fmt::Result {
+    use std::fmt::Write;
     let mapped: Vec<(ServerLabels, &Mapped)> = clusters
         .iter()
         .filter_map(|c| c.ensemble.as_ref().map(|e| (c, e)))
@@ -887,21 +920,27 @@ fn encode_mntr_samples(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) 
         }
     }
     for (name, f) in families {
-        let metric_type = match f.kind {
-            Kind::Gauge => MetricType::Gauge,
-            Kind::Counter => MetricType::Counter,
+        // Counters: OpenMetrics names the family without `_total`, the
+        // Prometheus text format with it; samples carry `_total` in both.
+        let (family_name, sample_name, kind) = match f.kind {
+            Kind::Gauge => (name.to_owned(), name.to_owned(), "gauge"),
+            Kind::Counter if openmetrics => (name.to_owned(), format!("{name}_total"), "counter"),
+            Kind::Counter => (format!("{name}_total"), format!("{name}_total"), "counter"),
         };
-        family(enc, name, &f.help, metric_type, |m| {
-            for (l, key, value) in &f.series {
-                match (key, f.kind) {
-                    (Some(k), Kind::Gauge) => gauge(m, &[l[0], l[1], ("key", k)], *value)?,
-                    (Some(k), Kind::Counter) => counter(m, &[l[0], l[1], ("key", k)], *value)?,
-                    (None, Kind::Gauge) => gauge(m, l, *value)?,
-                    (None, Kind::Counter) => counter(m, l, *value)?,
-                }
+        out.push_str("# HELP ");
+        out.push_str(&family_name);
+        out.push(' ');
+        escape(&f.help, out);
+        out.push('\n');
+        writeln!(out, "# TYPE {family_name} {kind}")?;
+        for (l, key, value) in &f.series {
+            out.push_str(&sample_name);
+            match key {
+                Some(k) => write_labels(out, &[l[0], l[1], ("key", k)]),
+                None => write_labels(out, l),
             }
-            Ok(())
-        })?;
+            writeln!(out, " {value}")?;
+        }
     }
     Ok(())
 }

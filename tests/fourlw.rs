@@ -74,8 +74,9 @@ async fn roles_leader_failover_and_a_hung_member() {
     let i = addresses.iter().position(|a| *a == first).unwrap();
     ensemble.servers[i].stop();
     let m = exporter
-        .until("a new leader", T, |m| {
+        .until("a new leader and its follower", T, |m| {
             total(m, "zookeeper_ensemble_leaders") == Some(1.0)
+                && total(m, "zookeeper_ensemble_servers_up") == Some(2.0)
                 && leader(m).is_some_and(|l| l != first)
         })
         .await;

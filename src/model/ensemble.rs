@@ -136,6 +136,8 @@ impl ServerHealth {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ensemble {
     servers: BTreeMap<String, ServerHealth>,
+    /// Collections applied so far; lets outputs cache what they derive.
+    generation: u64,
 }
 
 impl Ensemble {
@@ -162,6 +164,12 @@ impl Ensemble {
             next.insert(poll.server, health);
         }
         self.servers = next;
+        self.generation += 1;
+    }
+
+    /// Number of collections applied; changes whenever the replies do.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     pub fn servers(&self) -> impl Iterator<Item = (&str, &ServerHealth)> {
