@@ -317,7 +317,7 @@ async fn discovery_walk(zk: &ZkServer) {
     let c = client(&zk.address()).await;
     let root = unique_path("bench_discovery");
     let persistent = zookeeper_client::CreateMode::Persistent;
-    create_all(&c, &[root.clone()], persistent).await;
+    create_all(&c, std::slice::from_ref(&root), persistent).await;
     let level_a: Vec<String> = (0..100).map(|a| format!("{root}/a{a}")).collect();
     create_all(&c, &level_a, persistent).await;
     let level_b: Vec<String> = level_a
