@@ -365,7 +365,7 @@ async fn groups_sync(zk: &ZkServer) {
     let root = unique_path("bench_groups");
     create_all(
         &c,
-        &[root.clone()],
+        std::slice::from_ref(&root),
         zookeeper_client::CreateMode::Persistent,
     )
     .await;
