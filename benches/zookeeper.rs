@@ -103,6 +103,35 @@ fn get_raw(port: u16) -> Vec<u8> {
     buf
 }
 
+/// Starts the exporter binary with `cluster` (TOML without `[web]`) and
+/// returns it with its port and the time from process start to `/ready` 200.
+fn start_timed(cluster: &str) -> (std::process::Child, u16, Duration) {
+    let dir = temp_dir("bench-exporter");
+    let port = free_port();
+    std::fs::write(
+        dir.join("c.toml"),
+        format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{cluster}"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .arg("--config")
+        .arg(dir.join("c.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "exporter ready",
+        Duration::from_secs(120),
+        || match http_get(port, "/ready") {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    (exporter, port, started.elapsed())
+}
+
 fn large_tree(zk: &ZkServer) {
     let base = unique_path("bench_large");
     let log = temp_dir("bench-sim").join("simulate.log");
@@ -132,30 +161,8 @@ fn large_tree(zk: &ZkServer) {
             }
         },
     );
-    let dir = temp_dir("bench-exporter");
-    let port = free_port();
-    let config = format!(
-        "[web]\nlisten_address = \"127.0.0.1:{port}\"\n{}",
-        cluster_config(&zk.address(), &format!("{base}/*"), "")
-    );
-    std::fs::write(dir.join("c.toml"), config).unwrap();
-    let started = Instant::now();
-    let mut exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .arg("--config")
-        .arg(dir.join("c.toml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "exporter ready",
-        Duration::from_secs(120),
-        || match http_get(port, "/ready") {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-    );
-    let sync = started.elapsed();
+    let (mut exporter, port, sync) =
+        start_timed(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
     let rss_synced = rss_kib(exporter.id(), "VmRSS:");
     let body = http_get(port, "/metrics").unwrap().1;
     let nodes = body
@@ -376,33 +383,10 @@ async fn groups_sync(zk: &ZkServer) {
         .flat_map(|g| (0..10).map(move |m| format!("{g}/10.0.{}.{m}:8080", m % 7)))
         .collect();
     create_all(&c, &members, zookeeper_client::CreateMode::Ephemeral).await;
-    let port = free_port();
-    let dir = temp_dir("bench-groups");
-    std::fs::write(
-        dir.join("c.toml"),
-        format!(
-            "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n[[clusters.groups]]\npath = \"{root}/*\"\nexport_members = true\n",
-            zk.address()
-        ),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let mut exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .arg("--config")
-        .arg(dir.join("c.toml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "groups synced",
-        Duration::from_secs(120),
-        || match http_get(port, "/ready") {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-    );
-    let sync = started.elapsed();
+    let (mut exporter, port, sync) = start_timed(&format!(
+        "[[clusters]]\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n[[clusters.groups]]\npath = \"{root}/*\"\nexport_members = true\n",
+        zk.address()
+    ));
     let body = get_raw(port);
     let series = body
         .split(|b| *b == b'\n')

@@ -102,17 +102,14 @@ async fn quick_start_flags_watch_an_election_without_a_file() {
     mkdir(&c, &election).await;
     let node = candidate(&c, &election, "instance_", b"phone-1").await;
     let port = free_port();
-    let args: Vec<String> = [
+    let args = args(&[
         "--zk",
         &zk.address(),
         "--election",
         &format!("{base}/*"),
         "--web.listen-address",
         &format!("127.0.0.1:{port}"),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let exporter = Exporter::spawn(&args, &[], port);
     let labels = [
         ("cluster", "default"),
@@ -273,16 +270,13 @@ async fn simulate_runs_real_elections_and_kills_masters() {
 fn no_four_letter_words_turns_polling_off() {
     let zk = shared_server();
     let port = free_port();
-    let args: Vec<String> = [
+    let args = args(&[
         "--zk",
         &zk.address(),
         "--no-four-letter-words",
         "--web.listen-address",
         &format!("127.0.0.1:{port}"),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let exporter = Exporter::spawn(&args, &[], port);
     wait_for("session connected", Duration::from_secs(30), || {
         let m = exporter.metrics()?;

@@ -145,17 +145,14 @@ async fn member_names_from_json_data_and_the_group_flag() {
 
     // Quick start: --group, default member names from the node, no per-member series.
     let port = free_port();
-    let args: Vec<String> = [
+    let args = args(&[
         "--zk",
         &zk.address(),
         "--group",
         &format!("{base}/*"),
         "--web.listen-address",
         &format!("127.0.0.1:{port}"),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let quick = Exporter::spawn(&args, &[], port);
     let m = wait_for_async("quick-start group", T, || {
         let m = quick.metrics()?;

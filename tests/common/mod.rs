@@ -624,6 +624,11 @@ impl Drop for Exporter {
     }
 }
 
+/// Owned command-line arguments.
+pub fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
 /// Minimal HTTP/1.1 GET on loopback; returns status and body.
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
     http_get_with(port, path, &[])
