@@ -124,6 +124,14 @@ struct RawCluster {
     max_elections: Option<usize>,
     max_groups: Option<usize>,
     discovery: Option<RawDiscovery>,
+    diagnostics: Option<RawDiagnostics>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDiagnostics {
+    enabled: Option<bool>,
+    cons_interval: Option<String>,
 }
 
 /// `true`, `false` or `"auto"`.
@@ -213,6 +221,15 @@ pub struct ClusterConfig {
     /// Cardinality guard.
     pub limits: Limits,
     pub discovery: DiscoveryConfig,
+    pub diagnostics: DiagnosticsConfig,
+}
+
+/// Ghost-master diagnostics from `cons` and `dump`.
+#[derive(Debug, Clone)]
+pub struct DiagnosticsConfig {
+    /// Default: on when four-letter words are.
+    pub enabled: bool,
+    pub cons_interval: Duration,
 }
 
 /// Zero-config discovery of election and group trees.
@@ -356,6 +373,8 @@ pub fn load(
     if let Some(enabled) = overrides.four_letter_words {
         for cluster in &mut config.clusters {
             cluster.four_letter_words.enabled = enabled;
+            // Diagnostics are four-letter words too.
+            cluster.diagnostics.enabled &= enabled;
         }
     }
     Ok(config)
@@ -600,6 +619,22 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             },
         });
     }
+    let raw_diag = c.diagnostics.unwrap_or_default();
+    let cons_interval = parse_duration(
+        &format!("{key}.diagnostics.cons_interval"),
+        raw_diag.cons_interval.as_deref(),
+        Duration::from_secs(5),
+    )?;
+    if cons_interval < Duration::from_millis(100) {
+        return Err(ConfigError::new(
+            format!("{key}.diagnostics.cons_interval"),
+            "must be at least 100ms",
+        ));
+    }
+    let diagnostics = DiagnosticsConfig {
+        enabled: raw_diag.enabled.unwrap_or(four_letter_words.enabled),
+        cons_interval,
+    };
     let discovery = validate_discovery(
         &format!("{key}.discovery"),
         c.discovery.unwrap_or_default(),
@@ -621,6 +656,7 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
             max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
         },
         discovery,
+        diagnostics,
     })
 }
 

@@ -8,6 +8,7 @@ use clap::Parser;
 use tokio::sync::watch;
 use tracing::{error, info};
 use zk_election_exporter::cli::{Cli, Command};
+use zk_election_exporter::fourlw::diagnostics::{self, Diagnostics};
 use zk_election_exporter::fourlw::poller::Poller;
 use zk_election_exporter::model::tree::Tree;
 use zk_election_exporter::model::{ClusterState, SharedCluster};
@@ -84,6 +85,19 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
             )));
         }
         clusters.push(state.clone());
+        if cluster.diagnostics.enabled {
+            let d = Diagnostics {
+                cluster: cluster.name.clone(),
+                servers: cluster.four_letter_words.servers.clone(),
+                interval: cluster.diagnostics.cons_interval,
+                timeout: cluster.four_letter_words.timeout,
+            };
+            tasks.push(tokio::spawn(diagnostics::run(
+                d,
+                state.clone(),
+                stop_rx.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(zk::session::run_cluster(
             cluster,
             state,

@@ -23,6 +23,7 @@ use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
 use crate::model::ensemble::{Ensemble, ServerHealth};
 use crate::model::groups::{Group, GroupSpec};
 use crate::model::histogram::Histogram;
+use crate::model::liveness::{Liveness, SessionTracker};
 use crate::model::session::SessionState;
 use crate::model::tree::Tree;
 use crate::model::{ClusterState, SharedCluster};
@@ -150,6 +151,7 @@ impl PromCollector for Collector {
             .collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         encode_elections(&mut encoder, &clusters, now)?;
+        encode_liveness(&mut encoder, &clusters, now)?;
         encode_trees(&mut encoder, &clusters)?;
         encode_sessions(&mut encoder, &clusters)?;
         encode_ensembles(&mut encoder, &clusters)?;
@@ -1086,6 +1088,123 @@ fn encode_discovery(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> 
             for (cluster, d) in discovering() {
                 if let Some(t) = d.last_run {
                     gauge(m, &[("cluster", cluster)], unix_seconds(t))?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Calls `f` for the master of every election whose owner session the
+/// diagnostics track.
+fn each_tracked_master(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], Liveness, &SessionTracker, i64) -> fmt::Result,
+    now: Instant,
+) -> fmt::Result {
+    for c in clusters {
+        let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
+            continue;
+        };
+        for tree in c.trees.iter().filter_map(Tree::as_elections) {
+            for (path, e) in tree.elections() {
+                let Some(master) = e.master().filter(|m| m.owner != 0) else {
+                    continue;
+                };
+                if let Some(liveness) = tracker.liveness(master.owner, now) {
+                    f(
+                        &[("cluster", c.name.as_str()), ("election", path)],
+                        liveness,
+                        tracker,
+                        master.owner,
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Ghost masters: families from the diagnostics' session tracker.
+fn encode_liveness(
+    enc: &mut DescriptorEncoder,
+    clusters: &[&ClusterState],
+    now: Instant,
+) -> fmt::Result {
+    let wall = SystemTime::now();
+    family(
+        enc,
+        "zookeeper_election_master_session_connected",
+        "1 if the master's session holds a connection and talks; 0 for a ghost master (no connection on any member, or silent for over 2/3 of its timeout) whose node lives until the session expires.",
+        MetricType::Gauge,
+        |m| {
+            each_tracked_master(
+                clusters,
+                |l, live, _, _| gauge(m, l, f64::from(u8::from(live.is_connected()))),
+                now,
+            )
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master_disconnected_seconds",
+        "How long the master's session has been disconnected or silent so far; 0 while it is connected.",
+        MetricType::Gauge,
+        |m| {
+            each_tracked_master(
+                clusters,
+                |l, live, _, _| {
+                    gauge(
+                        m,
+                        l,
+                        live.since()
+                            .map_or(0.0, |s| now.saturating_duration_since(s).as_secs_f64()),
+                    )
+                },
+                now,
+            )
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master_expires_in_seconds",
+        "Seconds until ZooKeeper expires the master's session unless it hears from it (from dump on the leader; absent where dump is not allowed or prints local times).",
+        MetricType::Gauge,
+        |m| {
+            each_tracked_master(
+                clusters,
+                |l, _, tracker, owner| match tracker.expires_in(owner, wall) {
+                    Some(d) => gauge(m, l, d.as_secs_f64()),
+                    None => Ok(()),
+                },
+                now,
+            )
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_tree_disconnected_ephemerals",
+        "Ephemeral candidates or members of the tree whose owner session is disconnected or silent.",
+        MetricType::Gauge,
+        |m| {
+            for c in clusters {
+                let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
+                    continue;
+                };
+                for tree in &c.trees {
+                    let n = tree
+                        .owners()
+                        .into_iter()
+                        .filter(|o| tracker.liveness(*o, now).is_some_and(|l| !l.is_connected()))
+                        .count();
+                    gauge(
+                        m,
+                        &[
+                            ("cluster", c.name.as_str()),
+                            ("tree", tree.pattern().as_str()),
+                        ],
+                        n as f64,
+                    )?;
                 }
             }
             Ok(())

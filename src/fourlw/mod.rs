@@ -5,13 +5,14 @@
 
 pub mod admin;
 pub mod client;
+pub mod diagnostics;
 pub mod mntr;
 pub mod parse;
 pub mod poller;
 
 use std::collections::BTreeMap;
 
-use parse::{Conf, Connection, Mntr, ParseError, Refusal, Srvr, Wchs};
+use parse::{Conf, Connection, Dump, Mntr, ParseError, Refusal, Srvr, Wchs};
 
 /// The commands the exporter understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,10 +26,11 @@ pub enum Command {
     Cons,
     Wchs,
     Envi,
+    Dump,
 }
 
 impl Command {
-    pub const ALL: [Command; 9] = [
+    pub const ALL: [Command; 10] = [
         Self::Mntr,
         Self::Srvr,
         Self::Stat,
@@ -38,6 +40,7 @@ impl Command {
         Self::Cons,
         Self::Wchs,
         Self::Envi,
+        Self::Dump,
     ];
     /// Polled when `commands` is not configured.
     pub const DEFAULT: [Command; 5] = [Self::Mntr, Self::Srvr, Self::Ruok, Self::Isro, Self::Conf];
@@ -53,6 +56,7 @@ impl Command {
             Self::Cons => "cons",
             Self::Wchs => "wchs",
             Self::Envi => "envi",
+            Self::Dump => "dump",
         }
     }
 
@@ -108,6 +112,25 @@ pub enum Reply {
     Cons(Vec<Connection>),
     Wchs(Wchs),
     Envi(BTreeMap<String, String>),
+    Dump(Dump),
+}
+
+/// One bounded exchange of `command` with `server`, parsed.
+pub async fn ask(
+    server: &str,
+    command: Command,
+    timeout: std::time::Duration,
+) -> crate::model::ensemble::Exchange {
+    let started = std::time::Instant::now();
+    let result = match client::exchange(server, command.name(), timeout).await {
+        Ok(raw) => interpret(command, &raw),
+        Err(failure) => Err(failure),
+    };
+    crate::model::ensemble::Exchange {
+        command,
+        duration: started.elapsed(),
+        result,
+    }
 }
 
 /// Turns raw reply text into a [`Reply`] or the reason it is none.
@@ -128,6 +151,7 @@ pub fn interpret(command: Command, raw: &str) -> Result<Reply, Failure> {
         Command::Cons => Ok(Reply::Cons(parse::parse_cons(raw))),
         Command::Wchs => parse::parse_wchs(raw).map(Reply::Wchs),
         Command::Envi => parse::parse_envi(raw).map(Reply::Envi),
+        Command::Dump => parse::parse_dump(raw).map(Reply::Dump),
     };
     parsed.map_err(|_| Failure::Parse)
 }

@@ -366,6 +366,97 @@ pub fn parse_cons(reply: &str) -> Vec<Connection> {
         .collect()
 }
 
+/// `dump` (leader): sessions by expiry time, and ephemeral nodes by session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dump {
+    /// Session id and when the server will expire it unless it hears from it.
+    /// The time is `None` when the server prints it in a zone other than
+    /// UTC/GMT (Java's `Date.toString` uses the server's zone).
+    pub sessions: Vec<(i64, Option<std::time::SystemTime>)>,
+    pub ephemerals: BTreeMap<i64, Vec<String>>,
+}
+
+fn hex_session(s: &str) -> Option<i64> {
+    u64::from_str_radix(s.trim().trim_start_matches("0x"), 16)
+        .ok()
+        .map(|u| u as i64)
+}
+
+/// Parses Java's `Date.toString()` (`Mon Nov 30 09:30:13 UTC 2026`) when the
+/// zone is UTC or GMT.
+fn parse_java_date(text: &str) -> Option<std::time::SystemTime> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_, month, day, time, zone, year] = parts[..] else {
+        return None;
+    };
+    if zone != "UTC" && zone != "GMT" {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = MONTHS.iter().position(|x| *x == month)? as i64 + 1;
+    let (d, y): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [hh, mm, ss] = hms[..] else { return None };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    Some(
+        std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_secs(u64::try_from(secs).ok()?),
+    )
+}
+
+/// Parses `dump`.
+pub fn parse_dump(reply: &str) -> Result<Dump, ParseError> {
+    if !reply.contains("SessionTracker dump") && !reply.contains("Sessions with Ephemerals") {
+        return Err(ParseError(
+            "no session or ephemeral section in the dump reply".into(),
+        ));
+    }
+    let mut dump = Dump::default();
+    let mut section = "";
+    let mut expiry = None;
+    let mut owner = None;
+    for line in reply.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("SessionTracker dump") {
+            section = "sessions";
+        } else if trimmed.starts_with("ephemeral nodes dump") {
+            section = "ephemerals";
+        } else if trimmed.starts_with("Connections dump") {
+            section = "";
+        } else if section == "sessions" {
+            if let Some((_, date)) = trimmed.split_once(" expire at ") {
+                expiry = parse_java_date(date.trim_end_matches(':'));
+            } else if let Some(id) = trimmed.strip_prefix("0x").and(hex_session(trimmed)) {
+                dump.sessions.push((id, expiry));
+            }
+        } else if section == "ephemerals" {
+            if let Some(id) = trimmed.strip_suffix(':').and_then(hex_session) {
+                owner = Some(id);
+            } else if trimmed.starts_with('/')
+                && let Some(id) = owner
+            {
+                dump.ephemerals
+                    .entry(id)
+                    .or_default()
+                    .push(trimmed.to_owned());
+            }
+        }
+    }
+    Ok(dump)
+}
+
 /// `wchs`: watch summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Wchs {
@@ -536,6 +627,28 @@ mod tests {
     }
 
     #[test]
+    fn dump_sessions_and_ephemerals() {
+        let d = parse_dump(&fixture("3.8.0/standalone/dump-with-sessions.txt")).unwrap();
+        assert!(d.sessions.len() >= 4, "{d:?}");
+        assert!(
+            d.sessions.iter().all(|(_, t)| t.is_some()),
+            "UTC dates parse"
+        );
+        assert_eq!(d.ephemerals.len(), 2);
+        assert!(
+            d.ephemerals
+                .values()
+                .all(|paths| paths.len() == 2 && paths[0].starts_with("/fx/"))
+        );
+        assert_eq!(
+            parse_java_date("Mon Nov 30 09:30:13 UTC 2026"),
+            Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_031_013))
+        );
+        assert_eq!(parse_java_date("Mon Nov 30 09:30:13 CET 2026"), None);
+        assert!(parse_dump("dump is not executed because it is not in the whitelist.").is_err());
+    }
+
+    #[test]
     fn cons_lines() {
         let c = parse_cons(
             " /127.0.0.1:50496[1](queued=0,recved=12,sent=12,sid=0x1000001e8900019,lop=PING,est=1,to=4000,lcxid=0x3,lzxid=0x53,lresp=1,llat=0,minlat=0,avglat=0,maxlat=2)\n /127.0.0.1:50500[0](queued=0,recved=1,sent=0)\n\n",
@@ -559,6 +672,8 @@ mod tests {
             let _ = parse_cons(&reply);
             let _ = parse_wchs(&reply);
             let _ = parse_envi(&reply);
+            let _ = parse_dump(&reply);
+            let _ = parse_java_date(&reply);
         }
 
         #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use tracing::{info, warn};
 
-use super::{Command, Failure, admin, client, interpret};
+use super::{Command, Failure, admin};
 use crate::config::FourLetterWordsConfig;
 use crate::model::SharedCluster;
 use crate::model::ensemble::{Exchange, ServerPoll};
@@ -161,10 +161,7 @@ impl Poller {
 
     async fn exchange_now(&self, server: &str, command: Command) -> Exchange {
         let started = Instant::now();
-        let mut result = match client::exchange(server, command.name(), self.config.timeout).await {
-            Ok(raw) => interpret(command, &raw),
-            Err(failure) => Err(failure),
-        };
+        let Exchange { mut result, .. } = super::ask(server, command, self.config.timeout).await;
         if let (Err(Failure::NotAllowed), Some(template)) = (&result, &self.config.admin_url)
             && admin::supports(command)
         {

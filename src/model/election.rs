@@ -38,8 +38,8 @@ pub struct Candidate {
     pub name: String,
     pub sequence: i32,
     pub identity: String,
-    /// The node is ephemeral (its `ephemeralOwner` is a session id).
-    pub ephemeral: bool,
+    /// Session owning the node (`ephemeralOwner`); 0 for a persistent node.
+    pub owner: i64,
     /// Creation time of the node, from its stat.
     pub ctime: SystemTime,
 }
@@ -47,7 +47,7 @@ pub struct Candidate {
 #[derive(Debug, Clone)]
 struct Slot {
     identity: String,
-    ephemeral: bool,
+    owner: i64,
     ctime: SystemTime,
 }
 
@@ -57,6 +57,8 @@ pub struct MasterView<'a> {
     pub node: &'a str,
     pub sequence: i32,
     pub identity: &'a str,
+    /// Session owning the master's node (0 if persistent).
+    pub owner: i64,
     /// When it took over: its node's ctime when first seen at start-up, the
     /// moment the switch was observed afterwards.
     pub since: SystemTime,
@@ -167,7 +169,7 @@ impl Election {
         let key = (c.sequence, c.name);
         let slot = Slot {
             identity: c.identity,
-            ephemeral: c.ephemeral,
+            owner: c.owner,
             ctime: c.ctime,
         };
         self.count_identity(&slot.identity, true);
@@ -248,6 +250,7 @@ impl Election {
             node,
             sequence: *sequence,
             identity: &slot.identity,
+            owner: slot.owner,
             since: self.master_since.unwrap_or(slot.ctime),
         })
     }
@@ -257,7 +260,7 @@ impl Election {
     }
 
     pub fn ephemeral_count(&self) -> usize {
-        self.candidates.values().filter(|s| s.ephemeral).count()
+        self.candidates.values().filter(|s| s.owner != 0).count()
     }
 
     /// Master switches since the agent started watching.
@@ -286,6 +289,14 @@ impl Election {
                 .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
     }
 
+    /// Owner sessions of the ephemeral candidates.
+    pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
+        self.candidates
+            .values()
+            .map(|s| s.owner)
+            .filter(|o| *o != 0)
+    }
+
     /// Candidates in master order (lowest sequence first).
     pub fn candidates(&self) -> impl Iterator<Item = (i32, &str, &str)> {
         self.candidates
@@ -311,7 +322,7 @@ mod tests {
             name: name.into(),
             sequence: crate::model::candidate::parse_sequence(name).unwrap(),
             identity: identity.into(),
-            ephemeral: true,
+            owner: 1,
             ctime: SystemTime::UNIX_EPOCH + Duration::from_secs(42),
         }
     }
@@ -528,7 +539,7 @@ mod tests {
             name: format!("p{prefix}_{seq:010}"),
             sequence: seq,
             identity: format!("id{}", seq.rem_euclid(3)),
-            ephemeral: true,
+            owner: 1,
             ctime: SystemTime::UNIX_EPOCH,
         }
     }

@@ -56,7 +56,7 @@ impl ElectionTree {
             identity: self.identity.extract(&child.name, &child.data),
             name: child.name.clone(),
             sequence,
-            ephemeral: child.ephemeral_owner != 0,
+            owner: child.ephemeral_owner,
             ctime: SystemTime::UNIX_EPOCH
                 + Duration::from_millis(u64::try_from(child.ctime_ms).unwrap_or(0)),
         })
@@ -187,6 +187,11 @@ impl ElectionTree {
 
     pub fn has_parent(&self, path: &str) -> bool {
         self.elections.contains_key(path)
+    }
+
+    /// Owner sessions of every ephemeral candidate.
+    pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
+        self.elections.values().flat_map(|e| e.election.owners())
     }
 
     pub fn election(&self, path: &str) -> Option<&Election> {

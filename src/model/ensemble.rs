@@ -143,12 +143,32 @@ pub struct Ensemble {
 impl Ensemble {
     /// Applies one collection. Servers absent from it are forgotten (they
     /// left the configuration or the dynamic membership).
+    /// Replies of commands a collection did not poll (the diagnostics'
+    /// `cons` and `dump`) are kept; every polled command is replaced.
     pub fn apply(&mut self, polls: Vec<ServerPoll>) {
         let mut next = BTreeMap::new();
         for poll in polls {
             let mut health = self.servers.remove(&poll.server).unwrap_or_default();
-            health.last.clear();
-            for exchange in poll.exchanges {
+            Self::record(&mut health, poll.exchanges);
+            next.insert(poll.server, health);
+        }
+        self.servers = next;
+        self.generation += 1;
+    }
+
+    /// Applies exchanges of some commands (the diagnostics' `cons` and
+    /// `dump`) without forgetting servers absent from them.
+    pub fn merge(&mut self, polls: Vec<ServerPoll>) {
+        for poll in polls {
+            let health = self.servers.entry(poll.server).or_default();
+            Self::record(health, poll.exchanges);
+        }
+        self.generation += 1;
+    }
+
+    fn record(health: &mut ServerHealth, exchanges: Vec<Exchange>) {
+        {
+            for exchange in exchanges {
                 if let Err(failure) = exchange.result {
                     *health
                         .errors
@@ -161,10 +181,7 @@ impl Ensemble {
                 health.last.insert(exchange.command, exchange);
             }
             health.mapped = health.mntr().map(map_mntr);
-            next.insert(poll.server, health);
         }
-        self.servers = next;
-        self.generation += 1;
     }
 
     /// Number of collections applied; changes whenever the replies do.

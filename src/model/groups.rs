@@ -187,6 +187,13 @@ impl GroupTree {
         self.groups.iter().map(|(p, g)| (p.as_str(), g))
     }
 
+    /// Owner sessions of every member.
+    pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
+        self.groups
+            .values()
+            .flat_map(|g| g.members.values().map(|m| m.owner))
+    }
+
     pub fn group(&self, path: &str) -> Option<&Group> {
         self.groups.get(path)
     }

@@ -7,6 +7,7 @@ pub mod elections;
 pub mod ensemble;
 pub mod groups;
 pub mod histogram;
+pub mod liveness;
 pub mod pattern;
 pub mod session;
 pub mod tree;
@@ -32,6 +33,9 @@ pub struct ClusterState {
     pub dropped_reported: bool,
     /// Outcome of the last discovery walk; `None` when discovery is off.
     pub discovery: Option<DiscoveryStatus>,
+    /// Liveness of the sessions owning watched nodes; `None` until the
+    /// diagnostics have a `cons` reply (or when they are off).
+    pub liveness: Option<liveness::SessionTracker>,
 }
 
 /// What the last discovery walk found.
@@ -76,6 +80,7 @@ impl ClusterState {
             dropped: BTreeMap::new(),
             dropped_reported: false,
             discovery: None,
+            liveness: None,
         }
     }
 

@@ -205,6 +205,11 @@ impl Tree {
         on_kind!(&self.kind, t => t.node_count())
     }
 
+    /// Owner sessions of the tracked ephemeral children (one per node).
+    pub fn owners(&self) -> Vec<i64> {
+        on_kind!(&self.kind, t => t.owners().collect())
+    }
+
     /// Ephemeral children.
     pub fn ephemeral_count(&self) -> usize {
         on_kind!(&self.kind, t => t.ephemeral_count())

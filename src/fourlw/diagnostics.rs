@@ -1,0 +1,109 @@
+//! Ghost-master diagnostics: every `cons_interval`, `cons` and `dump` from
+//! every member feed the session tracker, so an election whose master's
+//! session is gone (or silent) is visible long before ZooKeeper expires it.
+//!
+//! This runs on its own schedule, not on scrape: "silent" means a
+//! connection's received-packet count stopped moving between polls, which
+//! needs polls at a known pace. `cons` lists every connection of a server
+//! and can be large on a busy one; it is read with the same bounded client
+//! as every four-letter word (at most 16 MiB, within `timeout`).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::future::join_all;
+use tokio::sync::watch;
+use tracing::warn;
+
+use super::{Command, Failure, Reply, ask};
+use crate::model::SharedCluster;
+use crate::model::election::Now;
+use crate::model::ensemble::ServerPoll;
+use crate::model::liveness::SessionTracker;
+
+/// What the diagnostics poll, and how.
+#[derive(Debug, Clone)]
+pub struct Diagnostics {
+    pub cluster: String,
+    pub servers: Vec<String>,
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// Polls until `shutdown` flips to true.
+pub async fn run(d: Diagnostics, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(d.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut refused: HashSet<(String, Command)> = HashSet::new();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        poll_once(&d, &state, &mut refused).await;
+    }
+}
+
+/// One round: `cons` and `dump` of every member, then the tracker.
+pub async fn poll_once(
+    d: &Diagnostics,
+    state: &SharedCluster,
+    refused: &mut HashSet<(String, Command)>,
+) {
+    let mut servers = d.servers.clone();
+    for m in state
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .members
+        .iter()
+    {
+        if !servers.contains(m) {
+            servers.push(m.clone());
+        }
+    }
+    let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
+        let (cons, dump) = tokio::join!(
+            ask(server, Command::Cons, d.timeout),
+            ask(server, Command::Dump, d.timeout)
+        );
+        ServerPoll {
+            server: server.clone(),
+            exchanges: vec![cons, dump],
+        }
+    }))
+    .await;
+    let mut connections = Vec::new();
+    let mut expiries = Vec::new();
+    let mut any_cons = false;
+    for poll in &polls {
+        for e in &poll.exchanges {
+            match &e.result {
+                Ok(Reply::Cons(c)) => {
+                    any_cons = true;
+                    connections.extend(c.iter().cloned());
+                }
+                Ok(Reply::Dump(dump)) => expiries.extend(dump.sessions.iter().copied()),
+                Err(Failure::NotAllowed) if refused.insert((poll.server.clone(), e.command)) => {
+                    warn!(
+                        cluster = %d.cluster,
+                        server = %poll.server,
+                        "four-letter word `{}` is not allowed, so ghost masters cannot be detected there; \
+                         add it to 4lw.commands.whitelist in zoo.cfg",
+                        e.command.name()
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    let now = Now::current();
+    let mut g = state.write().unwrap_or_else(|p| p.into_inner());
+    g.ensemble.get_or_insert_with(Default::default).merge(polls);
+    // Without a single `cons` reply nothing can be said about any session.
+    if any_cons {
+        let owners: Vec<i64> = g.trees.iter().flat_map(|t| t.owners()).collect();
+        g.liveness
+            .get_or_insert_with(SessionTracker::default)
+            .observe(&connections, &expiries, owners, now);
+    }
+}

@@ -1,0 +1,178 @@
+//! Ghost masters against a real ZooKeeper: a master process killed with
+//! SIGKILL, and one frozen with SIGSTOP, seen through `cons` and `dump`.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(40);
+
+/// A separate process holding the first candidate of `base/bot_00000`.
+async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Child, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .args(["simulate", "--zk", &zk.address(), "--path", base])
+        .args(["--elections", "1", "--candidates", "1", "--sessions", "1"])
+        .args(["--abandon-ratio", "0", "--session-timeout", session_timeout])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let admin = client(&zk.address()).await;
+    let election = format!("{base}/bot_00000");
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        if let Ok(children) = admin.list_children(&election).await
+            && let Some(node) = children.into_iter().next()
+        {
+            return (child, node);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "simulate never created its candidate"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+fn connected(m: &Metrics, election: &str) -> Option<f64> {
+    m.get(
+        "zookeeper_election_master_session_connected",
+        &election_labels(election),
+    )
+}
+
+fn exporter_for(zk: &ZkServer, base: &str) -> Exporter {
+    Exporter::start(&cluster_config(
+        &zk.address(),
+        &format!("{base}/*"),
+        "[clusters.diagnostics]\ncons_interval = \"300ms\"",
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_is_a_ghost_until_its_session_expires() {
+    let zk = shared_server();
+    let base = unique_path("ghost");
+    let election = format!("{base}/bot_00000");
+    let (mut process, master) = master_process(zk, &base, "6s").await;
+    let admin = client(&zk.address()).await;
+    let standby = candidate(&admin, &election, "instance_", b"standby").await;
+    let exporter = exporter_for(zk, &base);
+    exporter
+        .until("a live master", T, |m| {
+            master_node(m, &election) == Some(master.clone())
+                && connected(m, &election) == Some(1.0)
+        })
+        .await;
+
+    signal(&process, "-KILL");
+    let _ = process.wait();
+    let m = exporter
+        .until("a ghost master", T, |m| {
+            connected(m, &election) == Some(0.0)
+        })
+        .await;
+    assert_eq!(
+        master_node(&m, &election),
+        Some(master.clone()),
+        "its node still names it master"
+    );
+    let tree = [("cluster", "test"), ("tree", &*format!("{base}/*"))];
+    assert_eq!(
+        m.get("zookeeper_tree_disconnected_ephemerals", &tree),
+        Some(1.0)
+    );
+    let expires = m.get(
+        "zookeeper_election_master_expires_in_seconds",
+        &election_labels(&election),
+    );
+    assert!(expires.is_some_and(|s| s <= 6.0), "{expires:?}");
+    exporter
+        .until("ghost time accumulates", T, |m| {
+            m.get(
+                "zookeeper_election_master_disconnected_seconds",
+                &election_labels(&election),
+            )
+            .is_some_and(|s| s > 0.0)
+        })
+        .await;
+
+    let m = exporter
+        .until("the switch after expiry", T, |m| {
+            master_node(m, &election) == Some(standby.clone())
+        })
+        .await;
+    assert_eq!(
+        m.get(
+            "zookeeper_election_master_changes_total",
+            &election_labels(&election)
+        ),
+        Some(1.0)
+    );
+    let m = exporter
+        .until("the new master is live", T, |m| {
+            connected(m, &election) == Some(1.0)
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_tree_disconnected_ephemerals", &tree),
+        Some(0.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_master_is_silent_and_recovers_without_a_switch() {
+    let zk = shared_server();
+    let base = unique_path("frozen");
+    let election = format!("{base}/bot_00000");
+    // 9 s: silent after 6 s without a packet, expired only after 9.
+    let (mut process, master) = master_process(zk, &base, "9s").await;
+    let admin = client(&zk.address()).await;
+    candidate(&admin, &election, "instance_", b"standby").await;
+    let exporter = exporter_for(zk, &base);
+    exporter
+        .until("a live master", T, |m| connected(m, &election) == Some(1.0))
+        .await;
+
+    signal(&process, "-STOP");
+    let m = exporter
+        .until("flagged silent", Duration::from_secs(8), |m| {
+            connected(m, &election) == Some(0.0)
+        })
+        .await;
+    signal(&process, "-CONT");
+    assert_eq!(master_node(&m, &election), Some(master.clone()));
+    let m = exporter
+        .until("talking again", T, |m| connected(m, &election) == Some(1.0))
+        .await;
+    assert_eq!(master_node(&m, &election), Some(master), "no switch");
+    assert_eq!(
+        m.get(
+            "zookeeper_election_master_changes_total",
+            &election_labels(&election)
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_election_master_disconnected_seconds",
+            &election_labels(&election)
+        ),
+        Some(0.0)
+    );
+    signal(&process, "-KILL");
+    let _ = process.wait();
+}
