@@ -10,16 +10,28 @@ use common::*;
 
 const T: Duration = Duration::from_secs(40);
 
+/// A child process killed and reaped when dropped, also when a test fails.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A separate process holding the first candidate of `base/bot_00000`.
-async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Child, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .args(["simulate", "--zk", &zk.address(), "--path", base])
-        .args(["--elections", "1", "--candidates", "1", "--sessions", "1"])
-        .args(["--abandon-ratio", "0", "--session-timeout", session_timeout])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Process, String) {
+    let child = Process(
+        Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+            .args(["simulate", "--zk", &zk.address(), "--path", base])
+            .args(["--elections", "1", "--candidates", "1", "--sessions", "1"])
+            .args(["--abandon-ratio", "0", "--session-timeout", session_timeout])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let admin = client(&zk.address()).await;
     let election = format!("{base}/bot_00000");
     let deadline = std::time::Instant::now() + T;
@@ -37,10 +49,10 @@ async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Ch
     }
 }
 
-fn signal(child: &Child, sig: &str) {
+fn signal(process: &Process, sig: &str) {
     assert!(
         Command::new("kill")
-            .args([sig, &child.id().to_string()])
+            .args([sig, &process.0.id().to_string()])
             .status()
             .unwrap()
             .success()
@@ -79,7 +91,7 @@ async fn a_killed_master_is_a_ghost_until_its_session_expires() {
         .await;
 
     signal(&process, "-KILL");
-    let _ = process.wait();
+    let _ = process.0.wait();
     let m = exporter
         .until("a ghost master", T, |m| {
             connected(m, &election) == Some(0.0)
@@ -174,5 +186,5 @@ async fn a_frozen_master_is_silent_and_recovers_without_a_switch() {
         Some(0.0)
     );
     signal(&process, "-KILL");
-    let _ = process.wait();
+    let _ = process.0.wait();
 }
