@@ -132,6 +132,7 @@ struct RawCluster {
 struct RawDiagnostics {
     enabled: Option<bool>,
     cons_interval: Option<String>,
+    watches: Option<bool>,
 }
 
 /// `true`, `false` or `"auto"`.
@@ -230,6 +231,8 @@ pub struct DiagnosticsConfig {
     /// Default: on when four-letter words are.
     pub enabled: bool,
     pub cons_interval: Duration,
+    /// Also poll `wchp` to count watchers of election nodes (herd effect).
+    pub watches: bool,
 }
 
 /// Zero-config discovery of election and group trees.
@@ -634,6 +637,7 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
     let diagnostics = DiagnosticsConfig {
         enabled: raw_diag.enabled.unwrap_or(four_letter_words.enabled),
         cons_interval,
+        watches: raw_diag.watches.unwrap_or(false),
     };
     let discovery = validate_discovery(
         &format!("{key}.discovery"),

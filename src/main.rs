@@ -91,6 +91,7 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
                 servers: cluster.four_letter_words.servers.clone(),
                 interval: cluster.diagnostics.cons_interval,
                 timeout: cluster.four_letter_words.timeout,
+                watches: cluster.diagnostics.watches,
             };
             tasks.push(tokio::spawn(diagnostics::run(
                 d,

@@ -1183,6 +1183,29 @@ fn encode_liveness(
     )?;
     family(
         enc,
+        "zookeeper_election_parent_watchers",
+        "Sessions (other than the agent) watching the election node itself, from wchp: when it equals the candidates, every candidate watches the parent instead of its predecessor and each change wakes them all (herd effect).",
+        MetricType::Gauge,
+        |m| {
+            for c in clusters {
+                if let Some(watchers) = &c.parent_watchers {
+                    for (election, n) in watchers {
+                        gauge(
+                            m,
+                            &[
+                                ("cluster", c.name.as_str()),
+                                ("election", election.as_str()),
+                            ],
+                            *n as f64,
+                        )?;
+                    }
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
         "zookeeper_tree_disconnected_ephemerals",
         "Ephemeral candidates or members of the tree whose owner session is disconnected or silent.",
         MetricType::Gauge,

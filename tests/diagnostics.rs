@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
+use zookeeper_client::AddWatchMode;
 
 const T: Duration = Duration::from_secs(40);
 
@@ -187,4 +188,75 @@ async fn a_frozen_master_is_silent_and_recovers_without_a_switch() {
     );
     signal(&process, "-KILL");
     let _ = process.0.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn candidates_watching_the_parent_show_the_herd_effect() {
+    let zk = shared_server();
+    let base = unique_path("herd");
+    let (herd, polite) = (format!("{base}/herd"), format!("{base}/polite"));
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &herd).await;
+    mkdir(&admin, &polite).await;
+    let mut keep = Vec::new();
+    let mut previous: Option<String> = None;
+    for i in 0..3 {
+        // Herd: every candidate watches the election node's children.
+        let c = client(&zk.address()).await;
+        candidate(&c, &herd, "n_", format!("h{i}").as_bytes()).await;
+        keep.push((c, None, None));
+        // Polite: each candidate watches only its predecessor.
+        let p = client(&zk.address()).await;
+        let node = candidate(&p, &polite, "n_", format!("p{i}").as_bytes()).await;
+        let watch = match &previous {
+            Some(prev) => Some(
+                p.check_and_watch_stat(&format!("{polite}/{prev}"))
+                    .await
+                    .unwrap()
+                    .1,
+            ),
+            None => None,
+        };
+        previous = Some(node);
+        keep.push((p, None, watch));
+    }
+    // The herd watches the election node itself with persistent watches
+    // (as CuratorCache/TreeCache-style clients do): every change wakes all.
+    // `wchp` lists data and persistent watches; one-shot child watches are
+    // not listed by ZooKeeper (see docs/metrics.md).
+    for (c, watcher, _) in keep.iter_mut().step_by(2) {
+        *watcher = Some(c.watch(&herd, AddWatchMode::Persistent).await.unwrap());
+    }
+    let exporter = Exporter::start(&cluster_config(
+        &zk.address(),
+        &format!("{base}/*"),
+        "[clusters.diagnostics]\ncons_interval = \"300ms\"\nwatches = true",
+    ));
+    let m = wait_for_async("parent watchers counted", T, || {
+        let m = exporter.metrics()?;
+        match m.get(
+            "zookeeper_election_parent_watchers",
+            &election_labels(&herd),
+        ) {
+            Some(3.0) => Ok(m),
+            _ => Err(format!(
+                "{:?}",
+                m.series("zookeeper_election_parent_watchers", &[])
+            )),
+        }
+    })
+    .await;
+    assert_eq!(
+        m.get("zookeeper_election_candidates", &election_labels(&herd)),
+        Some(3.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_election_parent_watchers",
+            &election_labels(&polite)
+        ),
+        Some(0.0),
+        "watching predecessors wakes nobody else, and the agent's own watch is not counted"
+    );
+    drop(keep);
 }

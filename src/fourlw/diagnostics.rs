@@ -8,7 +8,7 @@
 //! and can be large on a busy one; it is read with the same bounded client
 //! as every four-letter word (at most 16 MiB, within `timeout`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -28,6 +28,8 @@ pub struct Diagnostics {
     pub servers: Vec<String>,
     pub interval: Duration,
     pub timeout: Duration,
+    /// Poll `wchp` too (herd effect); expensive on large servers.
+    pub watches: bool,
 }
 
 /// Polls until `shutdown` flips to true.
@@ -66,15 +68,20 @@ pub async fn poll_once(
             ask(server, Command::Cons, d.timeout),
             ask(server, Command::Dump, d.timeout)
         );
+        let mut exchanges = vec![cons, dump];
+        if d.watches {
+            exchanges.push(ask(server, Command::Wchp, d.timeout).await);
+        }
         ServerPoll {
             server: server.clone(),
-            exchanges: vec![cons, dump],
+            exchanges,
         }
     }))
     .await;
     let mut connections = Vec::new();
     let mut expiries = Vec::new();
     let mut any_cons = false;
+    let mut watchers: Option<BTreeMap<String, BTreeSet<i64>>> = None;
     for poll in &polls {
         for e in &poll.exchanges {
             match &e.result {
@@ -83,6 +90,14 @@ pub async fn poll_once(
                     connections.extend(c.iter().cloned());
                 }
                 Ok(Reply::Dump(dump)) => expiries.extend(dump.sessions.iter().copied()),
+                Ok(Reply::Wchp(paths)) => {
+                    let all = watchers.get_or_insert_with(BTreeMap::new);
+                    for (path, sessions) in paths {
+                        all.entry(path.clone())
+                            .or_default()
+                            .extend(sessions.iter().copied());
+                    }
+                }
                 Err(Failure::NotAllowed) if refused.insert((poll.server.clone(), e.command)) => {
                     warn!(
                         cluster = %d.cluster,
@@ -105,5 +120,22 @@ pub async fn poll_once(
         g.liveness
             .get_or_insert_with(SessionTracker::default)
             .observe(&connections, &expiries, owners, now);
+    }
+    if let Some(watchers) = watchers {
+        // Only election nodes, and never the agent's own watches.
+        let own = g.session.id;
+        let counts = g
+            .trees
+            .iter()
+            .filter_map(|t| t.as_elections())
+            .flat_map(|e| e.elections().map(|(path, _)| path.to_owned()))
+            .map(|path| {
+                let n = watchers
+                    .get(&path)
+                    .map_or(0, |s| s.iter().filter(|sid| Some(**sid) != own).count());
+                (path, n)
+            })
+            .collect();
+        g.parent_watchers = Some(counts);
     }
 }

@@ -27,10 +27,11 @@ pub enum Command {
     Wchs,
     Envi,
     Dump,
+    Wchp,
 }
 
 impl Command {
-    pub const ALL: [Command; 10] = [
+    pub const ALL: [Command; 11] = [
         Self::Mntr,
         Self::Srvr,
         Self::Stat,
@@ -41,6 +42,7 @@ impl Command {
         Self::Wchs,
         Self::Envi,
         Self::Dump,
+        Self::Wchp,
     ];
     /// Polled when `commands` is not configured.
     pub const DEFAULT: [Command; 5] = [Self::Mntr, Self::Srvr, Self::Ruok, Self::Isro, Self::Conf];
@@ -57,6 +59,7 @@ impl Command {
             Self::Wchs => "wchs",
             Self::Envi => "envi",
             Self::Dump => "dump",
+            Self::Wchp => "wchp",
         }
     }
 
@@ -113,6 +116,7 @@ pub enum Reply {
     Wchs(Wchs),
     Envi(BTreeMap<String, String>),
     Dump(Dump),
+    Wchp(BTreeMap<String, Vec<i64>>),
 }
 
 /// One bounded exchange of `command` with `server`, parsed.
@@ -152,6 +156,7 @@ pub fn interpret(command: Command, raw: &str) -> Result<Reply, Failure> {
         Command::Wchs => parse::parse_wchs(raw).map(Reply::Wchs),
         Command::Envi => parse::parse_envi(raw).map(Reply::Envi),
         Command::Dump => parse::parse_dump(raw).map(Reply::Dump),
+        Command::Wchp => parse::parse_wchp(raw).map(Reply::Wchp),
     };
     parsed.map_err(|_| Failure::Parse)
 }

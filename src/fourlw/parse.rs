@@ -457,6 +457,27 @@ pub fn parse_dump(reply: &str) -> Result<Dump, ParseError> {
     Ok(dump)
 }
 
+/// Parses `wchp`: each watched path followed by the sessions watching it
+/// (tab-indented `0x…` lines).
+pub fn parse_wchp(reply: &str) -> Result<BTreeMap<String, Vec<i64>>, ParseError> {
+    let mut map: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in reply.lines() {
+        if line.starts_with('/') {
+            current = Some(line.trim_end().to_owned());
+            map.entry(line.trim_end().to_owned()).or_default();
+        } else if let (Some(path), Some(id)) = (
+            &current,
+            hex_session(line.trim()).filter(|_| line.trim().starts_with("0x")),
+        ) {
+            map.entry(path.clone()).or_default().push(id);
+        } else if !line.trim().is_empty() {
+            return Err(ParseError("unexpected line in the wchp reply".into()));
+        }
+    }
+    Ok(map)
+}
+
 /// `wchs`: watch summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Wchs {
@@ -649,6 +670,15 @@ mod tests {
     }
 
     #[test]
+    fn wchp_paths_and_sessions() {
+        let w = parse_wchp("/fx\n\t0x100003c2c100005\n/wechat/bots\n\t0x1\n\t0x2\n").unwrap();
+        assert_eq!(w.get("/fx"), Some(&vec![0x100003c2c100005]));
+        assert_eq!(w.get("/wechat/bots").map(Vec::len), Some(2));
+        assert!(parse_wchp("").unwrap().is_empty());
+        assert!(parse_wchp("wchp is not executed because it is not in the whitelist.").is_err());
+    }
+
+    #[test]
     fn cons_lines() {
         let c = parse_cons(
             " /127.0.0.1:50496[1](queued=0,recved=12,sent=12,sid=0x1000001e8900019,lop=PING,est=1,to=4000,lcxid=0x3,lzxid=0x53,lresp=1,llat=0,minlat=0,avglat=0,maxlat=2)\n /127.0.0.1:50500[0](queued=0,recved=1,sent=0)\n\n",
@@ -673,6 +703,7 @@ mod tests {
             let _ = parse_wchs(&reply);
             let _ = parse_envi(&reply);
             let _ = parse_dump(&reply);
+            let _ = parse_wchp(&reply);
             let _ = parse_java_date(&reply);
         }
 

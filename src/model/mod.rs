@@ -36,6 +36,9 @@ pub struct ClusterState {
     /// Liveness of the sessions owning watched nodes; `None` until the
     /// diagnostics have a `cons` reply (or when they are off).
     pub liveness: Option<liveness::SessionTracker>,
+    /// Sessions other than the agent's watching each election node itself
+    /// (from `wchp`); `None` unless `diagnostics.watches` is on.
+    pub parent_watchers: Option<BTreeMap<String, usize>>,
 }
 
 /// What the last discovery walk found.
@@ -81,6 +84,7 @@ impl ClusterState {
             dropped_reported: false,
             discovery: None,
             liveness: None,
+            parent_watchers: None,
         }
     }
 

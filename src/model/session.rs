@@ -53,6 +53,8 @@ pub struct Session {
     pub connect_failures: u64,
     /// Negotiated session timeout of the current session.
     pub timeout: Option<Duration>,
+    /// Id of the current session (its own watches are not "watchers").
+    pub id: Option<i64>,
     /// Why the session is not connected, for `/ready` and logs.
     pub last_error: Option<String>,
     latency: BTreeMap<&'static str, Histogram>,
@@ -66,6 +68,7 @@ impl Default for Session {
             expirations: 0,
             connect_failures: 0,
             timeout: None,
+            id: None,
             last_error: None,
             latency: BTreeMap::new(),
         }

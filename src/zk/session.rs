@@ -287,6 +287,7 @@ impl<'a> Session<'a> {
         {
             let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
             g.session.timeout = Some(self.client.session_timeout());
+            g.session.id = Some(self.client.session_id().0);
             g.session.state = SessionState::Connected;
             g.session.last_error = None;
         }
