@@ -125,6 +125,16 @@ struct RawCluster {
     max_groups: Option<usize>,
     discovery: Option<RawDiscovery>,
     diagnostics: Option<RawDiagnostics>,
+    probe: Option<RawProbe>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProbe {
+    enabled: Option<bool>,
+    path: Option<String>,
+    interval: Option<String>,
+    write: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -223,6 +233,16 @@ pub struct ClusterConfig {
     pub limits: Limits,
     pub discovery: DiscoveryConfig,
     pub diagnostics: DiagnosticsConfig,
+    /// Failover canary; `None` unless `[clusters.probe]` is configured.
+    pub probe: Option<ProbeConfig>,
+}
+
+/// The failover canary (opt-in: needs create and delete rights on `path`).
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    pub path: String,
+    pub interval: Duration,
+    pub write: bool,
 }
 
 /// Ghost-master diagnostics from `cons` and `dump`.
@@ -639,6 +659,39 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         cons_interval,
         watches: raw_diag.watches.unwrap_or(false),
     };
+    let probe = match c.probe {
+        Some(raw) if raw.enabled.unwrap_or(true) => {
+            let path = raw
+                .path
+                .unwrap_or_else(|| "/zk-election-exporter/probe".to_owned());
+            TreePattern::parse(&path)
+                .ok()
+                .filter(|p| p.segments().iter().all(Option::is_some))
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{key}.probe.path"),
+                        format!("`{path}` must be an absolute path without `*`"),
+                    )
+                })?;
+            let interval = parse_duration(
+                &format!("{key}.probe.interval"),
+                raw.interval.as_deref(),
+                Duration::from_secs(30),
+            )?;
+            if interval < Duration::from_millis(100) {
+                return Err(ConfigError::new(
+                    format!("{key}.probe.interval"),
+                    "must be at least 100ms",
+                ));
+            }
+            Some(ProbeConfig {
+                path,
+                interval,
+                write: raw.write.unwrap_or(true),
+            })
+        }
+        _ => None,
+    };
     let discovery = validate_discovery(
         &format!("{key}.discovery"),
         c.discovery.unwrap_or_default(),
@@ -661,6 +714,7 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         },
         discovery,
         diagnostics,
+        probe,
     })
 }
 

@@ -99,6 +99,15 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
                 stop_rx.clone(),
             )));
         }
+        if let Some(probe) = cluster.probe.clone() {
+            state.write().unwrap_or_else(|p| p.into_inner()).probe = Some(Default::default());
+            tasks.push(tokio::spawn(zk::probe::run(
+                cluster.clone(),
+                probe,
+                state.clone(),
+                stop_rx.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(zk::session::run_cluster(
             cluster,
             state,

@@ -1206,6 +1206,48 @@ fn encode_liveness(
     )?;
     family(
         enc,
+        "zookeeper_probe_failover_seconds",
+        "Failover canary: from closing the probe master's session until the standby is notified and sees itself master. The best-case switch time of any election on this ensemble.",
+        MetricType::Histogram,
+        |m| {
+            for c in clusters {
+                if let Some(p) = &c.probe {
+                    histogram(m, &[("cluster", c.name.as_str())], &p.failover)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_probe_ephemeral_expiry_seconds",
+        "Failover canary: from abandoning the probe master's session (as a crash would) until the standby sees itself master: how long a crashed master stays in place.",
+        MetricType::Histogram,
+        |m| {
+            for c in clusters {
+                if let Some(p) = &c.probe {
+                    histogram(m, &[("cluster", c.name.as_str())], &p.expiry)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_probe_errors",
+        "Failover canary rounds that failed (no rights under the probe path, timeouts, connection trouble); logged once per distinct error.",
+        MetricType::Counter,
+        |m| {
+            for c in clusters {
+                if let Some(p) = &c.probe {
+                    counter(m, &[("cluster", c.name.as_str())], p.errors)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
         "zookeeper_tree_disconnected_ephemerals",
         "Ephemeral candidates or members of the tree whose owner session is disconnected or silent.",
         MetricType::Gauge,

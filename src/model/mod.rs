@@ -39,6 +39,29 @@ pub struct ClusterState {
     /// Sessions other than the agent's watching each election node itself
     /// (from `wchp`); `None` unless `diagnostics.watches` is on.
     pub parent_watchers: Option<BTreeMap<String, usize>>,
+    /// Failover canary figures; `None` unless `[clusters.probe]` is set.
+    pub probe: Option<ProbeStats>,
+}
+
+/// What the failover canary measured.
+#[derive(Debug, Clone)]
+pub struct ProbeStats {
+    /// Master session closed → standby sees itself master.
+    pub failover: histogram::Histogram,
+    /// Master session abandoned → standby sees itself master (expiry).
+    pub expiry: histogram::Histogram,
+    /// Rounds that failed (no rights, timeouts, connection trouble).
+    pub errors: u64,
+}
+
+impl Default for ProbeStats {
+    fn default() -> Self {
+        Self {
+            failover: histogram::Histogram::new(histogram::LATENCY_BUCKETS),
+            expiry: histogram::Histogram::new(histogram::PERIOD_BUCKETS),
+            errors: 0,
+        }
+    }
 }
 
 /// What the last discovery walk found.
@@ -85,6 +108,7 @@ impl ClusterState {
             discovery: None,
             liveness: None,
             parent_watchers: None,
+            probe: None,
         }
     }
 

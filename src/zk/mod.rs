@@ -3,5 +3,6 @@
 
 pub mod discovery;
 pub mod oneshot;
+pub mod probe;
 pub mod session;
 pub mod watch;

@@ -1,0 +1,233 @@
+//! Failover canary: a real two-candidate election under the probe path,
+//! run with two extra sessions, whose master is killed every interval.
+//!
+//! - Each round the master's session is **closed** and the time until the
+//!   standby is notified and sees itself lowest is observed: the best-case
+//!   switch time any election on this ensemble can reach.
+//! - At least 10 session timeouts apart, the master's session is instead
+//!   **abandoned** (connection dropped, session left to expire): the time a
+//!   crashed master stays in place.
+//! - With `write = true`, create and delete of an ephemeral node time the
+//!   ensemble's write path (`zookeeper_session_request_duration_seconds{op="write"}`).
+//!
+//! Probe nodes live under `path/<instance>` (host, pid and start time), so
+//! several agents never collide, and are deleted on shutdown.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+use tracing::{info, warn};
+use zookeeper_client::{Acls, Client, CreateMode, EventType};
+
+use crate::config::{ClusterConfig, ProbeConfig};
+use crate::model::SharedCluster;
+
+/// What a round measured.
+enum Measured {
+    Failover(Duration),
+    Expiry(Duration),
+}
+
+async fn connect(cfg: &ClusterConfig, detached: bool) -> Result<Client, zookeeper_client::Error> {
+    let mut c = Client::connector()
+        .with_session_timeout(cfg.session_timeout)
+        .with_fail_eagerly();
+    if detached {
+        c = c.with_detached();
+    }
+    if let Some(auth) = &cfg.auth {
+        c = c.with_auth("digest", auth.credentials.expose().as_bytes());
+    }
+    c.connect(&cfg.connect_string()).await
+}
+
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let start = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!(
+        "{}-{}-{start}",
+        if host.is_empty() { "agent" } else { &host },
+        std::process::id()
+    )
+}
+
+fn describe(path: &str, e: &zookeeper_client::Error) -> String {
+    match e {
+        zookeeper_client::Error::NoAuth => format!(
+            "the failover probe cannot write under {path}: not authorized; grant create and delete there or remove [clusters.probe]"
+        ),
+        other => format!("failover probe under {path} failed: {other}"),
+    }
+}
+
+struct Probe<'a> {
+    cfg: &'a ClusterConfig,
+    probe: &'a ProbeConfig,
+    election: String,
+    standby: Option<Client>,
+    last_expiry: Instant,
+}
+
+impl Probe<'_> {
+    async fn standby(&mut self) -> Result<Client, zookeeper_client::Error> {
+        if let Some(c) = &self.standby
+            && !c.state().is_terminated()
+        {
+            return Ok(c.clone());
+        }
+        let c = connect(self.cfg, false).await?;
+        self.standby = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn round(&mut self, state: &SharedCluster) -> Result<Measured, zookeeper_client::Error> {
+        let standby = self.standby().await?;
+        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        match standby.mkdir(&self.election, &persistent).await {
+            Ok(()) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+        // Leftovers of a round that failed halfway would outrank this one.
+        for child in standby.list_children(&self.election).await? {
+            match standby
+                .delete(&format!("{}/{child}", self.election), None)
+                .await
+            {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let expiry_round = self.last_expiry.elapsed() >= self.cfg.session_timeout * 10;
+        let master = connect(self.cfg, expiry_round).await?;
+        let candidate = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        let prefix = format!("{}/n_", self.election);
+        let (_, master_seq) = master.create(&prefix, b"probe-master", &candidate).await?;
+        let master_node = format!("n_{master_seq}");
+        let (_, standby_seq) = standby
+            .create(&prefix, b"probe-standby", &candidate)
+            .await?;
+        let standby_node = format!("n_{standby_seq}");
+        let (_, watcher) = standby
+            .check_and_watch_stat(&format!("{}/{master_node}", self.election))
+            .await?;
+        let started = Instant::now();
+        // Closing drops the node at once; a detached client abandons the
+        // session, which then expires like a crashed process's.
+        drop(master);
+        let deadline = self.cfg.session_timeout * 3 + Duration::from_secs(5);
+        let event = tokio::time::timeout(deadline, watcher.changed())
+            .await
+            .map_err(|_| zookeeper_client::Error::Timeout)?;
+        if event.event_type != EventType::NodeDeleted {
+            return Err(zookeeper_client::Error::UnexpectedError(format!(
+                "probe watch saw {:?} instead of the master's deletion",
+                event.event_type
+            )));
+        }
+        let mut children = standby.list_children(&self.election).await?;
+        children.sort_by_key(|c| crate::model::candidate::parse_sequence(c));
+        let took = started.elapsed();
+        if children.first() != Some(&standby_node) {
+            return Err(zookeeper_client::Error::UnexpectedError(format!(
+                "probe standby is not master after the failover: {children:?}"
+            )));
+        }
+        if self.probe.write {
+            let write = format!("{}/write", self.election);
+            let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+            let t = Instant::now();
+            standby.create(&write, b"", &ephemeral).await?;
+            observe_write(state, t.elapsed());
+            let t = Instant::now();
+            standby.delete(&write, None).await?;
+            observe_write(state, t.elapsed());
+        }
+        standby
+            .delete(&format!("{}/{standby_node}", self.election), None)
+            .await?;
+        if expiry_round {
+            self.last_expiry = Instant::now();
+            Ok(Measured::Expiry(took))
+        } else {
+            Ok(Measured::Failover(took))
+        }
+    }
+
+    /// Deletes this agent's probe nodes (on shutdown).
+    async fn clean_up(&mut self) {
+        let Some(standby) = self.standby.take() else {
+            return;
+        };
+        if let Ok(children) = standby.list_children(&self.election).await {
+            for c in children {
+                let _ = standby
+                    .delete(&format!("{}/{c}", self.election), None)
+                    .await;
+            }
+        }
+        let _ = standby.delete(&self.election, None).await;
+    }
+}
+
+fn observe_write(state: &SharedCluster, took: Duration) {
+    state
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .session
+        .observe_request("write", took);
+}
+
+/// Runs the canary until `shutdown`, then removes its nodes.
+pub async fn run(
+    cfg: ClusterConfig,
+    probe: ProbeConfig,
+    state: SharedCluster,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut p = Probe {
+        election: format!("{}/{}", probe.path.trim_end_matches('/'), instance_name()),
+        cfg: &cfg,
+        probe: &probe,
+        standby: None,
+        last_expiry: Instant::now(),
+    };
+    let mut tick = tokio::time::interval(probe.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing: Option<String> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => break,
+        }
+        let result = tokio::select! {
+            r = p.round(&state) => r,
+            _ = shutdown.changed() => break,
+        };
+        let mut g = state.write().unwrap_or_else(|pe| pe.into_inner());
+        let stats = g.probe.get_or_insert_with(Default::default);
+        match result {
+            Ok(Measured::Failover(d)) => stats.failover.observe(d.as_secs_f64()),
+            Ok(Measured::Expiry(d)) => stats.expiry.observe(d.as_secs_f64()),
+            Err(e) => {
+                stats.errors += 1;
+                let message = describe(&probe.path, &e);
+                if failing.as_deref() != Some(message.as_str()) {
+                    warn!(cluster = %cfg.name, "{message}");
+                    failing = Some(message);
+                }
+                continue;
+            }
+        }
+        if failing.take().is_some() {
+            info!(cluster = %cfg.name, "failover probe works again");
+        }
+    }
+    p.clean_up().await;
+}
