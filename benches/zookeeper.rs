@@ -401,6 +401,45 @@ async fn groups_sync(zk: &ZkServer) {
     let _ = exporter.wait();
 }
 
+/// The failover canary's figure next to a plain client's watch latency.
+async fn canary(zk: &ZkServer) {
+    let path = unique_path("bench_probe");
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n[clusters.four_letter_words]\nenabled = false\n[clusters.probe]\npath = \"{path}\"\ninterval = \"200ms\"\n",
+        zk.address()
+    ));
+    let m = exporter
+        .until("40 canary rounds", Duration::from_secs(120), |m| {
+            m.get("zookeeper_probe_failover_seconds_count", &[])
+                .is_some_and(|n| n >= 40.0)
+        })
+        .await;
+    let mean = m.get("zookeeper_probe_failover_seconds_sum", &[]).unwrap()
+        / m.get("zookeeper_probe_failover_seconds_count", &[])
+            .unwrap();
+    // The same ensemble, a plain client: delete a node another client watches.
+    let (admin, watcher) = (client(&zk.address()).await, client(&zk.address()).await);
+    let base = unique_path("bench_plain");
+    mkdir(&admin, &base).await;
+    let mut plain = Vec::new();
+    for _ in 0..40 {
+        let node = candidate(&admin, &base, "n_", b"").await;
+        let path = format!("{base}/{node}");
+        let (_, watch) = watcher.check_and_watch_stat(&path).await.unwrap();
+        let t = Instant::now();
+        admin.delete(&path, None).await.unwrap();
+        watch.changed().await;
+        plain.push(t.elapsed());
+    }
+    println!(
+        "(i) canary failover (close master session -> standby sees itself master), mean of {} rounds: {:.2} ms; plain watch on a deletion, median of 40: {:.2?}",
+        m.get("zookeeper_probe_failover_seconds_count", &[])
+            .unwrap(),
+        mean * 1000.0,
+        median(plain)
+    );
+}
+
 fn main() {
     let zk = ZkServer::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -412,6 +451,7 @@ fn main() {
     large_tree(&zk);
     runtime.block_on(discovery_walk(&zk));
     runtime.block_on(groups_sync(&zk));
+    runtime.block_on(canary(&zk));
     drop(zk);
     ensemble_scrapes();
 }

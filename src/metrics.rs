@@ -1148,18 +1148,14 @@ fn encode_liveness(
     family(
         enc,
         "zookeeper_election_master_disconnected_seconds",
-        "How long the master's session has been disconnected or silent so far; 0 while it is connected.",
+        "How long the master's session has been disconnected or silent so far; only for ghost masters.",
         MetricType::Gauge,
         |m| {
             each_tracked_master(
                 clusters,
-                |l, live, _, _| {
-                    gauge(
-                        m,
-                        l,
-                        live.since()
-                            .map_or(0.0, |s| now.saturating_duration_since(s).as_secs_f64()),
-                    )
+                |l, live, _, _| match live.since() {
+                    Some(s) => gauge(m, l, now.saturating_duration_since(s).as_secs_f64()),
+                    None => Ok(()),
                 },
                 now,
             )
@@ -1168,12 +1164,15 @@ fn encode_liveness(
     family(
         enc,
         "zookeeper_election_master_expires_in_seconds",
-        "Seconds until ZooKeeper expires the master's session unless it hears from it (from dump on the leader; absent where dump is not allowed or prints local times).",
+        "Seconds until ZooKeeper expires a ghost master's session (from dump on the leader; only for ghost masters, absent where dump is not allowed or prints local times).",
         MetricType::Gauge,
         |m| {
             each_tracked_master(
                 clusters,
-                |l, _, tracker, owner| match tracker.expires_in(owner, wall) {
+                |l, live, tracker, owner| match tracker
+                    .expires_in(owner, wall)
+                    .filter(|_| !live.is_connected())
+                {
                     Some(d) => gauge(m, l, d.as_secs_f64()),
                     None => Ok(()),
                 },

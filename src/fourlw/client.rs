@@ -37,6 +37,43 @@ pub async fn exchange(server: &str, command: &str, timeout: Duration) -> Result<
         .unwrap_or(Err(Failure::Timeout))
 }
 
+/// Like [`exchange`], but hands the reply to `line` one line at a time as
+/// it arrives, so a large reply (`cons` of a busy server) is never held
+/// whole. Stops after [`MAX_REPLY_BYTES`].
+pub async fn exchange_lines(
+    server: &str,
+    command: &str,
+    timeout: Duration,
+    mut line: impl FnMut(&str),
+) -> Result<(), Failure> {
+    use tokio::io::AsyncBufReadExt;
+    let attempt = async {
+        let mut stream = TcpStream::connect(server)
+            .await
+            .map_err(|_| Failure::Connect)?;
+        stream
+            .write_all(command.as_bytes())
+            .await
+            .map_err(|_| Failure::Connect)?;
+        let mut reader = tokio::io::BufReader::new(stream.take(MAX_REPLY_BYTES));
+        let mut buf = Vec::with_capacity(512);
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .await
+                .map_err(|_| Failure::Connect)?;
+            if n == 0 {
+                return Ok(());
+            }
+            line(&String::from_utf8_lossy(&buf));
+        }
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or(Err(Failure::Timeout))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +121,24 @@ mod tests {
                 .as_deref(),
             Ok("imok")
         );
+    }
+
+    #[tokio::test]
+    async fn lines_arrive_one_by_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut word = [0u8; 4];
+            s.read_exact(&mut word).await.unwrap();
+            s.write_all(b"one\ntwo\nthree").await.unwrap();
+        });
+        let mut lines = Vec::new();
+        exchange_lines(&addr, "cons", Duration::from_secs(2), |l| {
+            lines.push(l.trim_end().to_owned())
+        })
+        .await
+        .unwrap();
+        assert_eq!(lines, vec!["one", "two", "three"]);
     }
 }

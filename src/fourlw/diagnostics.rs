@@ -9,15 +9,17 @@
 //! as every four-letter word (at most 16 MiB, within `timeout`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::{Command, Failure, Reply, ask};
+use super::parse::{self, Refusal};
+use super::{Command, Failure, Reply, ask, client};
 use crate::model::SharedCluster;
 use crate::model::election::Now;
+use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
 use crate::model::liveness::SessionTracker;
 
@@ -46,6 +48,36 @@ pub async fn run(d: Diagnostics, state: SharedCluster, mut shutdown: watch::Rece
     }
 }
 
+/// `cons`, parsed line by line as it arrives: a busy server's reply (about
+/// 200 bytes per connection) is never held whole, only the connections.
+async fn ask_cons(server: &str, timeout: Duration) -> Exchange {
+    let started = Instant::now();
+    let mut connections = Vec::new();
+    let mut refusal = None;
+    let mut first = true;
+    let result = client::exchange_lines(server, Command::Cons.name(), timeout, |line| {
+        if first {
+            first = false;
+            refusal = parse::refusal(line);
+        }
+        if let Some(c) = parse::parse_cons_line(line) {
+            connections.push(c);
+        }
+    })
+    .await;
+    let result = match (result, refusal) {
+        (Err(f), _) => Err(f),
+        (Ok(()), Some(Refusal::NotAllowed)) => Err(Failure::NotAllowed),
+        (Ok(()), Some(Refusal::NotServing)) => Err(Failure::NotServing),
+        (Ok(()), None) => Ok(Reply::Cons(connections)),
+    };
+    Exchange {
+        command: Command::Cons,
+        duration: started.elapsed(),
+        result,
+    }
+}
+
 /// One round: `cons` and `dump` of every member, then the tracker.
 pub async fn poll_once(
     d: &Diagnostics,
@@ -65,7 +97,7 @@ pub async fn poll_once(
     }
     let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
         let (cons, dump) = tokio::join!(
-            ask(server, Command::Cons, d.timeout),
+            ask_cons(server, d.timeout),
             ask(server, Command::Dump, d.timeout)
         );
         let mut exchanges = vec![cons, dump];

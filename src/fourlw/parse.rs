@@ -339,31 +339,28 @@ pub struct Connection {
 /// Parses `cons`: one connection per line,
 /// ` /addr:port[1](queued=0,recved=5,sent=5,sid=0x…,lop=PING,…,to=30000,…)`.
 pub fn parse_cons(reply: &str) -> Vec<Connection> {
-    reply
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let address = line.strip_prefix('/')?.split('[').next()?.to_owned();
-            let mut c = Connection {
-                address,
-                ..Default::default()
-            };
-            let fields = line.split_once('(')?.1.trim_end_matches(')');
-            for field in fields.split(',') {
-                match field.split_once('=') {
-                    Some(("sid", v)) => {
-                        c.session = u64::from_str_radix(v.trim_start_matches("0x"), 16)
-                            .ok()
-                            .map(|u| u as i64)
-                    }
-                    Some(("recved", v)) => c.received = v.parse().ok(),
-                    Some(("to", v)) => c.timeout_ms = v.parse().ok(),
-                    _ => {}
-                }
-            }
-            Some(c)
-        })
-        .collect()
+    reply.lines().filter_map(parse_cons_line).collect()
+}
+
+/// One line of `cons`; `None` for blank or foreign lines. Used on its own
+/// to parse a large reply as it streams in.
+pub fn parse_cons_line(line: &str) -> Option<Connection> {
+    let line = line.trim();
+    let address = line.strip_prefix('/')?.split('[').next()?.to_owned();
+    let mut c = Connection {
+        address,
+        ..Default::default()
+    };
+    let fields = line.split_once('(')?.1.trim_end_matches(')');
+    for field in fields.split(',') {
+        match field.split_once('=') {
+            Some(("sid", v)) => c.session = hex_session(v),
+            Some(("recved", v)) => c.received = v.parse().ok(),
+            Some(("to", v)) => c.timeout_ms = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(c)
 }
 
 /// `dump` (leader): sessions by expiry time, and ephemeral nodes by session.
