@@ -199,6 +199,31 @@ async fn the_default_whitelist_is_reported_as_not_allowed() {
         "{log}"
     );
     assert!(log.contains("4lw.commands.whitelist"));
+    // The ghost-master diagnostics need cons: they say why they are silent.
+    let m = exporter
+        .until("cons refused", T, |m| {
+            m.get(
+                "zookeeper_fourlw_errors_total",
+                &[
+                    ("server", &*a),
+                    ("command", "cons"),
+                    ("reason", "not_allowed"),
+                ],
+            )
+            .is_some_and(|n| n >= 1.0)
+        })
+        .await;
+    assert_eq!(
+        m.get(
+            "zookeeper_fourlw_up",
+            &[("server", &*a), ("command", "cons")]
+        ),
+        Some(0.0)
+    );
+    assert!(
+        m.series("zookeeper_election_master_session_connected", &[])
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
