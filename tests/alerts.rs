@@ -1,0 +1,104 @@
+//! The shipped alert rules: valid for Prometheus (`promtool check rules`),
+//! their unit tests pass (`promtool test rules`), every alert has a runbook,
+//! severity and annotations, and every metric they use is documented.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn promtool(args: &[&str]) -> String {
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("promtool (Debian package prometheus) must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool {args:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn rules_are_valid() {
+    let out = promtool(&["check", "rules", "alerts/zookeeper.rules.yml"]);
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn every_alert_passes_its_unit_tests() {
+    let out = promtool(&["test", "rules", "alerts/tests/zookeeper.rules.test.yml"]);
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+/// (alert, expression, annotation and label keys) from the rules file.
+fn alerts() -> Vec<(String, String, BTreeSet<String>)> {
+    let rules = std::fs::read_to_string(format!("{ROOT}/alerts/zookeeper.rules.yml")).unwrap();
+    let mut out: Vec<(String, String, BTreeSet<String>)> = Vec::new();
+    for line in rules.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("- alert: ") {
+            out.push((name.to_owned(), String::new(), BTreeSet::new()));
+        } else if let Some(last) = out.last_mut() {
+            if let Some(expr) = t.strip_prefix("expr: ") {
+                last.1 = expr.trim_matches('"').to_owned();
+            } else if let Some((key, _)) = t.split_once(": ") {
+                last.2.insert(key.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_alert_is_complete_and_has_a_runbook() {
+    let runbooks = std::fs::read_to_string(format!("{ROOT}/docs/runbooks.md")).unwrap();
+    let tests =
+        std::fs::read_to_string(format!("{ROOT}/alerts/tests/zookeeper.rules.test.yml")).unwrap();
+    let all = alerts();
+    assert!(all.len() >= 27, "{}", all.len());
+    for (name, _, keys) in &all {
+        assert!(name.starts_with("ZooKeeper"), "{name}");
+        for key in ["severity", "summary", "description", "runbook_url"] {
+            assert!(keys.contains(key), "{name} lacks {key}");
+        }
+        assert!(
+            runbooks.contains(&format!("\n## {name}\n")),
+            "{name} has no section in docs/runbooks.md"
+        );
+        assert!(
+            tests.contains(&format!("\"{name} fires\"")),
+            "{name} has no firing test"
+        );
+        assert!(
+            tests.contains(&format!("\"{name} stays quiet\"")),
+            "{name} has no quiet test"
+        );
+    }
+}
+
+#[test]
+fn every_metric_in_the_rules_is_documented() {
+    let docs = std::fs::read_to_string(format!("{ROOT}/docs/metrics.md")).unwrap();
+    for (name, expr, _) in alerts() {
+        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if !word.starts_with("zookeeper_") {
+                continue;
+            }
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| word.strip_suffix(s))
+                .unwrap_or(word);
+            let documented = [word, base]
+                .iter()
+                .any(|w| docs.contains(&format!("`{w}`")));
+            assert!(
+                documented,
+                "{name} uses {word}, which docs/metrics.md does not document"
+            );
+        }
+    }
+}
