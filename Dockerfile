@@ -1,0 +1,31 @@
+# zk-election-exporter: multi-stage build, small non-root runtime image.
+#   docker build -t zk-election-exporter .
+#   docker run -p 9141:9141 zk-election-exporter --zk zk1:2181 --election '/wechat/bots/*'
+#   docker run -p 9141:9141 -v "$PWD/config.toml:/etc/zk-election-exporter/config.toml:ro" \
+#     -e ZK_EXPORTER_CONFIG=/etc/zk-election-exporter/config.toml zk-election-exporter
+
+FROM rust:1-slim-bookworm AS build
+WORKDIR /src
+# Dependencies first, so source edits do not rebuild them.
+COPY Cargo.toml Cargo.lock build.rs ./
+RUN mkdir -p src benches \
+    && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs benches/render.rs benches/zookeeper.rs benches/cons.rs \
+    && cargo build --release --locked \
+    && rm -rf src benches
+COPY src ./src
+COPY benches ./benches
+RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin zk-election-exporter
+
+FROM debian:bookworm-slim
+# curl only serves the HEALTHCHECK.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates=20230311* curl=7.88.* \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exporter
+COPY --from=build /src/target/release/zk-election-exporter /usr/local/bin/zk-election-exporter
+USER 10001
+EXPOSE 9141
+HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["curl", "-fsS", "http://127.0.0.1:9141/healthz"]
+ENTRYPOINT ["/usr/local/bin/zk-election-exporter"]
