@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Demo: starts a local ZooKeeper, 20 simulated elections whose masters get
-# killed every few seconds, and the exporter; prints the URL and live metrics.
-# Ctrl-C stops everything. DEMO_DURATION=60 stops after 60 s; PORT=9141 and
-# ZK_PORT=2181 choose the ports.
+# killed every few seconds, the exporter, Prometheus with the shipped alert
+# rules and Alertmanager; prints their URLs and live figures. One election is
+# left without candidates, so ZooKeeperElectionNoMaster fires after a minute.
+# Ctrl-C stops everything. DEMO_DURATION=60 stops after 60 s; PORT=9141,
+# ZK_PORT=2181, PROM_PORT=9090 and AM_PORT=9093 choose the ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages curl
+ensure_packages curl promtool alertmanager
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 ZK_PORT=${ZK_PORT:-2181}
 PORT=${PORT:-9141}
-port_free "$ZK_PORT" || { echo "port $ZK_PORT is in use; set ZK_PORT=..." >&2; exit 1; }
-port_free "$PORT" || { echo "port $PORT is in use; set PORT=..." >&2; exit 1; }
+PROM_PORT=${PROM_PORT:-9090}
+AM_PORT=${AM_PORT:-9093}
+for p in ZK_PORT PORT PROM_PORT AM_PORT; do
+  port_free "${!p}" || { echo "port ${!p} is in use; set $p=..." >&2; exit 1; }
+done
 
 cargo build --release --locked
 BIN=target/release/zk-election-exporter
@@ -55,13 +60,40 @@ for _ in $(seq 1 120); do
   curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null 2>&1 && break
   sleep 0.5
 done
+# An election nobody competes in: the alert path end to end.
+/usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$ZK_PORT" create /wechat/bots/bot_orphan >/dev/null 2>&1 || true
+
+printf 'route:\n  receiver: demo\n  group_wait: 5s\nreceivers:\n  - name: demo\n' > "$work/alertmanager.yml"
+prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$work/am" \
+  --web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$work/alertmanager.log" 2>&1 &
+pids+=($!)
+cp alerts/zookeeper.rules.yml "$work/rules.yml"
+cat > "$work/prometheus.yml" <<CFG
+global:
+  scrape_interval: 5s
+  evaluation_interval: 5s
+rule_files: [rules.yml]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: ['127.0.0.1:$AM_PORT']}]
+scrape_configs:
+  - job_name: zk-election-exporter
+    static_configs: [{targets: ['127.0.0.1:$PORT']}]
+CFG
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" >"$work/prometheus.log" 2>&1 &
+pids+=($!)
 
 cat <<MSG
 
 zk-election-exporter is running:
-  metrics:   http://127.0.0.1:$PORT/metrics
-  readiness: http://127.0.0.1:$PORT/ready
+  metrics:      http://127.0.0.1:$PORT/metrics
+  readiness:    http://127.0.0.1:$PORT/ready
+  trees:        http://127.0.0.1:$PORT/api/v1/trees
+  Prometheus:   http://127.0.0.1:$PROM_PORT/alerts   (the shipped rules)
+  Alertmanager: http://127.0.0.1:$AM_PORT
 20 elections under /wechat/bots; a master is killed about every 3 s (closed or abandoned).
+/wechat/bots/bot_orphan has no candidate: ZooKeeperElectionNoMaster fires after about a minute.
 
 MSG
 show() {
@@ -72,6 +104,8 @@ show() {
   echo "--- switches so far: $(grep '^zookeeper_election_master_changes_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "masterless now: $(grep '^zookeeper_election_has_master' <<<"$m" | awk '$2==0' | wc -l)," \
     "session: $(grep '^zookeeper_session_state' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')"
+  echo "--- alerts in Alertmanager: $(curl -fsS "http://127.0.0.1:$AM_PORT/api/v2/alerts" 2>/dev/null |
+    python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)})) or "none yet")' 2>/dev/null)"
   echo "--- ZooKeeper: up=$(grep '^zookeeper_up{' <<<"$m" | awk '{print $2}')," \
     "role=$(grep '^zookeeper_server_state{' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')," \
     "znodes=$(grep '^zookeeper_znode_count{' <<<"$m" | awk '{print $2}')"
