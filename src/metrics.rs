@@ -152,6 +152,7 @@ impl PromCollector for Collector {
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         encode_elections(&mut encoder, &clusters, now)?;
         encode_liveness(&mut encoder, &clusters, now)?;
+        encode_probe(&mut encoder, &clusters)?;
         encode_trees(&mut encoder, &clusters)?;
         encode_sessions(&mut encoder, &clusters)?;
         encode_ensembles(&mut encoder, &clusters)?;
@@ -1205,48 +1206,6 @@ fn encode_liveness(
     )?;
     family(
         enc,
-        "zookeeper_probe_failover_seconds",
-        "Failover canary: from closing the probe master's session until the standby is notified and sees itself master. The best-case switch time of any election on this ensemble.",
-        MetricType::Histogram,
-        |m| {
-            for c in clusters {
-                if let Some(p) = &c.probe {
-                    histogram(m, &[("cluster", c.name.as_str())], &p.failover)?;
-                }
-            }
-            Ok(())
-        },
-    )?;
-    family(
-        enc,
-        "zookeeper_probe_ephemeral_expiry_seconds",
-        "Failover canary: from abandoning the probe master's session (as a crash would) until the standby sees itself master: how long a crashed master stays in place.",
-        MetricType::Histogram,
-        |m| {
-            for c in clusters {
-                if let Some(p) = &c.probe {
-                    histogram(m, &[("cluster", c.name.as_str())], &p.expiry)?;
-                }
-            }
-            Ok(())
-        },
-    )?;
-    family(
-        enc,
-        "zookeeper_probe_errors",
-        "Failover canary rounds that failed (no rights under the probe path, timeouts, connection trouble); logged once per distinct error.",
-        MetricType::Counter,
-        |m| {
-            for c in clusters {
-                if let Some(p) = &c.probe {
-                    counter(m, &[("cluster", c.name.as_str())], p.errors)?;
-                }
-            }
-            Ok(())
-        },
-    )?;
-    family(
-        enc,
         "zookeeper_tree_disconnected_ephemerals",
         "Ephemeral candidates or members of the tree whose owner session is disconnected or silent.",
         MetricType::Gauge,
@@ -1273,5 +1232,43 @@ fn encode_liveness(
             }
             Ok(())
         },
+    )
+}
+
+/// Calls `f` with the labels and figures of every cluster running the canary.
+fn each_probe(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 1], &crate::model::ProbeStats) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        if let Some(p) = &c.probe {
+            f(&[("cluster", c.name.as_str())], p)?;
+        }
+    }
+    Ok(())
+}
+
+/// The failover canary's families.
+fn encode_probe(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> fmt::Result {
+    family(
+        enc,
+        "zookeeper_probe_failover_seconds",
+        "Failover canary: from closing the probe master's session until the standby is notified and sees itself master. The best-case switch time of any election on this ensemble.",
+        MetricType::Histogram,
+        |m| each_probe(clusters, |l, p| histogram(m, l, &p.failover)),
+    )?;
+    family(
+        enc,
+        "zookeeper_probe_ephemeral_expiry_seconds",
+        "Failover canary: from abandoning the probe master's session (as a crash would) until the standby sees itself master: how long a crashed master stays in place.",
+        MetricType::Histogram,
+        |m| each_probe(clusters, |l, p| histogram(m, l, &p.expiry)),
+    )?;
+    family(
+        enc,
+        "zookeeper_probe_errors",
+        "Failover canary rounds that failed (no rights under the probe path, timeouts, connection trouble); logged once per distinct error.",
+        MetricType::Counter,
+        |m| each_probe(clusters, |l, p| counter(m, l, p.errors)),
     )
 }

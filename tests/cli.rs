@@ -142,13 +142,7 @@ async fn quick_start_flags_watch_an_election_without_a_file() {
 fn every_family_is_documented(exposition: &str) {
     let docs =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
-    let from_mntr: std::collections::BTreeSet<&str> = exposition
-        .lines()
-        .filter_map(|l| l.strip_prefix("# HELP "))
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(_, help)| help.starts_with("mntr zk_"))
-        .map(|(name, _)| name)
-        .collect();
+    let from_mntr = mntr_families(exposition);
     let emitted: std::collections::BTreeSet<&str> = exposition
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

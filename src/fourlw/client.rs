@@ -13,17 +13,23 @@ use super::Failure;
 /// nothing the exporter parses needs more.
 pub const MAX_REPLY_BYTES: u64 = 16 << 20;
 
+/// Connects and sends the word; the reply is read by the caller.
+async fn send(server: &str, command: &str) -> Result<TcpStream, Failure> {
+    let mut stream = TcpStream::connect(server)
+        .await
+        .map_err(|_| Failure::Connect)?;
+    stream
+        .write_all(command.as_bytes())
+        .await
+        .map_err(|_| Failure::Connect)?;
+    Ok(stream)
+}
+
 /// Sends `command` to `server` (`host:port`) and returns the reply text
 /// (invalid UTF-8 replaced).
 pub async fn exchange(server: &str, command: &str, timeout: Duration) -> Result<String, Failure> {
     let attempt = async {
-        let mut stream = TcpStream::connect(server)
-            .await
-            .map_err(|_| Failure::Connect)?;
-        stream
-            .write_all(command.as_bytes())
-            .await
-            .map_err(|_| Failure::Connect)?;
+        let mut stream = send(server, command).await?;
         let mut reply = Vec::with_capacity(4096);
         (&mut stream)
             .take(MAX_REPLY_BYTES)
@@ -48,13 +54,7 @@ pub async fn exchange_lines(
 ) -> Result<(), Failure> {
     use tokio::io::AsyncBufReadExt;
     let attempt = async {
-        let mut stream = TcpStream::connect(server)
-            .await
-            .map_err(|_| Failure::Connect)?;
-        stream
-            .write_all(command.as_bytes())
-            .await
-            .map_err(|_| Failure::Connect)?;
+        let stream = send(server, command).await?;
         let mut reader = tokio::io::BufReader::new(stream.take(MAX_REPLY_BYTES));
         let mut buf = Vec::with_capacity(512);
         loop {

@@ -830,6 +830,18 @@ pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
     )
 }
 
+/// Families typed from ZooKeeper's own mntr keys (their HELP starts with
+/// `mntr zk_`): named as ZooKeeper names them, documented by the mntr table.
+pub fn mntr_families(exposition: &str) -> std::collections::BTreeSet<&str> {
+    exposition
+        .lines()
+        .filter_map(|l| l.strip_prefix("# HELP "))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, help)| help.starts_with("mntr zk_"))
+        .map(|(name, _)| name)
+        .collect()
+}
+
 /// Families whose names break a promtool lint rule on purpose: their names
 /// are part of the documented interface. `zookeeper_node_count` mirrors
 /// srvr's "Node count" (a gauge despite `_count`); `zookeeper_zxid_counter`
@@ -864,13 +876,7 @@ pub fn promtool_check(text: &str) -> Result<(), String> {
     match out.status.code() {
         Some(0) => Ok(()),
         Some(3) if !report.contains("error while linting") => {
-            let from_mntr: std::collections::BTreeSet<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("# HELP "))
-                .filter_map(|l| l.split_once(' '))
-                .filter(|(_, help)| help.starts_with("mntr zk_"))
-                .map(|(name, _)| name)
-                .collect();
+            let from_mntr = mntr_families(text);
             let ours: Vec<&str> = report
                 .lines()
                 .filter(|l| {
