@@ -111,15 +111,22 @@ async fn roles_leader_failover_and_a_hung_member() {
     // Freeze a member: it accepts connections and never answers.
     let hung = &ensemble.servers[(i + 1) % 3];
     hung.freeze();
-    let started = Instant::now();
-    let m = exporter.metrics().unwrap();
-    let took = started.elapsed();
-    // The bound is the poller's hard timeout, not luck: 1 s plus a margin.
-    assert!(
-        took < Duration::from_millis(1500),
-        "scrape with a hung member took {took:?}"
-    );
-    assert_eq!(server_value(&m, "zookeeper_up", &hung.address()), Some(0.0));
+    // Every scrape while it hangs is bounded by the poller's hard timeout
+    // (1 s) plus a margin; the first may race the stop, so wait for `up` 0.
+    let m = wait_for_async("the hung member reported down", T, || {
+        let started = Instant::now();
+        let m = exporter.metrics()?;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(1500),
+            "scrape with a hung member took {took:?}"
+        );
+        match server_value(&m, "zookeeper_up", &hung.address()) {
+            Some(0.0) => Ok(m),
+            other => Err(format!("up = {other:?}")),
+        }
+    })
+    .await;
     for other in addresses.iter().filter(|a| **a != hung.address()) {
         assert_eq!(
             server_value(&m, "zookeeper_up", other),
