@@ -46,9 +46,15 @@ async fn roles_leader_failover_and_a_hung_member() {
         "timeout = \"1s\"\nmin_interval = \"0s\"",
     ));
     let m = exporter
-        .until("three members, one leader", T, |m| {
+        .until("three settled members, one leader", T, |m| {
+            // Settled: every member has processed a transaction of the new
+            // epoch and says it is read-write (a fresh ensemble needs a moment).
             total(m, "zookeeper_ensemble_servers_up") == Some(3.0)
                 && total(m, "zookeeper_ensemble_leaders") == Some(1.0)
+                && addresses.iter().all(|a| {
+                    server_value(m, "zookeeper_zxid_epoch", a).is_some_and(|e| e >= 1.0)
+                        && server_value(m, "zookeeper_read_only", a) == Some(0.0)
+                })
         })
         .await;
     for a in &addresses {
