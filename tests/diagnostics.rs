@@ -50,16 +50,6 @@ async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Pr
     }
 }
 
-fn signal(process: &Process, sig: &str) {
-    assert!(
-        Command::new("kill")
-            .args([sig, &process.0.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-}
-
 fn connected(m: &Metrics, election: &str) -> Option<f64> {
     m.get(
         "zookeeper_election_master_session_connected",
@@ -91,7 +81,7 @@ async fn a_killed_master_is_a_ghost_until_its_session_expires() {
         })
         .await;
 
-    signal(&process, "-KILL");
+    signal(&process.0.id().to_string(), "-KILL");
     let _ = process.0.wait();
     let m = exporter
         .until("a ghost master", T, |m| {
@@ -160,13 +150,13 @@ async fn a_frozen_master_is_silent_and_recovers_without_a_switch() {
         .until("a live master", T, |m| connected(m, &election) == Some(1.0))
         .await;
 
-    signal(&process, "-STOP");
+    signal(&process.0.id().to_string(), "-STOP");
     let m = exporter
         .until("flagged silent", Duration::from_secs(8), |m| {
             connected(m, &election) == Some(0.0)
         })
         .await;
-    signal(&process, "-CONT");
+    signal(&process.0.id().to_string(), "-CONT");
     assert_eq!(master_node(&m, &election), Some(master.clone()));
     let m = exporter
         .until("talking again", T, |m| connected(m, &election) == Some(1.0))
@@ -187,7 +177,7 @@ async fn a_frozen_master_is_silent_and_recovers_without_a_switch() {
         None,
         "only ghost masters carry the series"
     );
-    signal(&process, "-KILL");
+    signal(&process.0.id().to_string(), "-KILL");
     let _ = process.0.wait();
 }
 

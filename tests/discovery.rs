@@ -109,6 +109,19 @@ fn trees(exporter: &Exporter) -> Result<Vec<(String, String, String)>, String> {
     Ok(out)
 }
 
+/// Waits until the exporter watches at least `n` trees; returns them.
+async fn until_trees(exporter: &Exporter, n: usize) -> Vec<(String, String, String)> {
+    wait_for_async("discovered trees", T, || {
+        let t = trees(exporter)?;
+        if t.len() >= n {
+            Ok(t)
+        } else {
+            Err(format!("{t:?}"))
+        }
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_classifies_every_kind_of_tree() {
     let zk = shared_server();
@@ -123,15 +136,7 @@ async fn discovery_classifies_every_kind_of_tree() {
         d("locks/resource_a", "election"),
         d("services/*", "group"),
     ];
-    let found = wait_for_async("discovered trees", T, || {
-        let t = trees(&exporter)?;
-        if t.len() >= 3 {
-            Ok(t)
-        } else {
-            Err(format!("{t:?}"))
-        }
-    })
-    .await;
+    let found = until_trees(&exporter, 3).await;
     assert_eq!(
         found, expected,
         "the queue and the config nodes are no trees"
@@ -214,15 +219,7 @@ async fn configured_trees_win_over_discovered_ones() {
         "[[clusters.elections]]\npath = \"{base}/bots/*\"\nidentity = \"node\"\n[clusters.discovery]\nenabled = true\nroot = \"{base}\"\ninterval = \"1s\""
     );
     let exporter = Exporter::start(&config(&zk.address(), &extra));
-    let found = wait_for_async("discovered trees", T, || {
-        let t = trees(&exporter)?;
-        if t.len() >= 3 {
-            Ok(t)
-        } else {
-            Err(format!("{t:?}"))
-        }
-    })
-    .await;
+    let found = until_trees(&exporter, 3).await;
     let bots: Vec<_> = found
         .iter()
         .filter(|(p, _, _)| p.contains("/bots"))

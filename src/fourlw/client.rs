@@ -105,16 +105,22 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn replies_are_read_until_close() {
+    /// A server that reads one word, answers `reply` and closes.
+    async fn answer_once(reply: &'static [u8]) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         tokio::spawn(async move {
             let (mut s, _) = listener.accept().await.unwrap();
             let mut word = [0u8; 4];
             s.read_exact(&mut word).await.unwrap();
-            s.write_all(b"imok").await.unwrap();
+            s.write_all(reply).await.unwrap();
         });
+        addr
+    }
+
+    #[tokio::test]
+    async fn replies_are_read_until_close() {
+        let addr = answer_once(b"imok").await;
         assert_eq!(
             exchange(&addr, "ruok", Duration::from_secs(2))
                 .await
@@ -125,14 +131,7 @@ mod tests {
 
     #[tokio::test]
     async fn lines_arrive_one_by_one() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut word = [0u8; 4];
-            s.read_exact(&mut word).await.unwrap();
-            s.write_all(b"one\ntwo\nthree").await.unwrap();
-        });
+        let addr = answer_once(b"one\ntwo\nthree").await;
         let mut lines = Vec::new();
         exchange_lines(&addr, "cons", Duration::from_secs(2), |l| {
             lines.push(l.trim_end().to_owned())

@@ -96,6 +96,18 @@ pub fn four_letter(port: u16, cmd: &str) -> std::io::Result<String> {
     Ok(out)
 }
 
+/// Sends `sig` (`-STOP`, `-KILL`, …) to process `pid`; panics if `kill` fails.
+pub fn signal(pid: &str, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .args([sig, pid])
+            .status()
+            .unwrap()
+            .success(),
+        "kill {sig} {pid} failed"
+    );
+}
+
 /// Starts `command` (a shell command line) under a bash watchdog that
 /// SIGKILLs it when the test process goes away, even when a panic or a shared
 /// static skips Drop. SIGTERM to the returned child kills the command.
@@ -281,24 +293,12 @@ impl ZkServer {
 
     /// SIGSTOP: the server keeps its sockets but answers nothing (a hung JVM).
     pub fn freeze(&self) {
-        assert!(
-            Command::new("kill")
-                .args(["-STOP", &self.jvm_pid()])
-                .status()
-                .unwrap()
-                .success()
-        );
+        signal(&self.jvm_pid(), "-STOP");
     }
 
     /// SIGCONT after [`Self::freeze`].
     pub fn thaw(&self) {
-        assert!(
-            Command::new("kill")
-                .args(["-CONT", &self.jvm_pid()])
-                .status()
-                .unwrap()
-                .success()
-        );
+        signal(&self.jvm_pid(), "-CONT");
     }
 
     /// `leader`, `follower` or `standalone`, from `srvr`.
