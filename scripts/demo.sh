@@ -51,7 +51,7 @@ done
 echo "ZooKeeper listening on 127.0.0.1:$ZK_PORT"
 
 "$BIN" simulate --zk "127.0.0.1:$ZK_PORT" --path /wechat/bots --elections 20 --candidates 3 \
-  --kill-rate 0.3 --session-timeout 3s >"$work/simulate.log" 2>&1 &
+  --kill-rate 0.3 --session-timeout 10s >"$work/simulate.log" 2>&1 &
 pids+=($!)
 "$BIN" --zk "127.0.0.1:$ZK_PORT" --election '/wechat/bots/*' --web.listen-address "127.0.0.1:$PORT" \
   >"$work/exporter.log" 2>&1 &
@@ -93,6 +93,7 @@ zk-election-exporter is running:
   Prometheus:   http://127.0.0.1:$PROM_PORT/alerts   (the shipped rules)
   Alertmanager: http://127.0.0.1:$AM_PORT
 20 elections under /wechat/bots; a master is killed about every 3 s (closed or abandoned).
+An abandoned master is a ghost until ZooKeeper expires its 10 s session, then the standby takes over.
 /wechat/bots/bot_orphan has no candidate: ZooKeeperElectionNoMaster fires after about a minute.
 
 MSG
@@ -103,6 +104,7 @@ show() {
   grep '^zookeeper_election_master{' <<<"$m" | head -5
   echo "--- switches so far: $(grep '^zookeeper_election_master_changes_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "masterless now: $(grep '^zookeeper_election_has_master' <<<"$m" | awk '$2==0' | wc -l)," \
+    "ghost masters now: $(grep '^zookeeper_election_master_session_connected' <<<"$m" | awk '$2==0' | wc -l)," \
     "session: $(grep '^zookeeper_session_state' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')"
   echo "--- alerts in Alertmanager: $(curl -fsS "http://127.0.0.1:$AM_PORT/api/v2/alerts" 2>/dev/null |
     python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)})) or "none yet")' 2>/dev/null)"

@@ -124,8 +124,10 @@ pub struct SimulateArgs {
     /// nodes stay until the session expires.
     #[arg(long, default_value_t = 0.5)]
     pub abandon_ratio: f64,
-    /// Session timeout of the simulated sessions.
-    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    /// Session timeout of the simulated sessions. 10 s (kazoo's default) is
+    /// long enough for the ghost-master check to show a frozen master before
+    /// ZooKeeper expires it (see docs/configuration.md, `cons_interval`).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub session_timeout: Duration,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = humantime::parse_duration)]

@@ -245,12 +245,21 @@ pub struct ProbeConfig {
     pub write: bool,
 }
 
+/// How often the ghost-master diagnostics poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsInterval {
+    /// After each round, wait `model::liveness::auto_interval` of the
+    /// shortest session timeout among the owners of watched nodes.
+    Auto,
+    Every(Duration),
+}
+
 /// Ghost-master diagnostics from `cons` and `dump`.
 #[derive(Debug, Clone)]
 pub struct DiagnosticsConfig {
     /// Default: on when four-letter words are.
     pub enabled: bool,
-    pub cons_interval: Duration,
+    pub cons_interval: ConsInterval,
     /// Also poll `wchp` to count watchers of election nodes (herd effect).
     pub watches: bool,
 }
@@ -643,17 +652,18 @@ fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigErr
         });
     }
     let raw_diag = c.diagnostics.unwrap_or_default();
-    let cons_interval = parse_duration(
-        &format!("{key}.diagnostics.cons_interval"),
-        raw_diag.cons_interval.as_deref(),
-        Duration::from_secs(5),
-    )?;
-    if cons_interval < Duration::from_millis(100) {
-        return Err(ConfigError::new(
-            format!("{key}.diagnostics.cons_interval"),
-            "must be at least 100ms",
-        ));
-    }
+    let cons_key = format!("{key}.diagnostics.cons_interval");
+    let cons_interval = match raw_diag.cons_interval.as_deref() {
+        None | Some("auto") => ConsInterval::Auto,
+        text => {
+            let interval = parse_duration(&cons_key, text, Duration::ZERO)
+                .map_err(|e| ConfigError::new(&cons_key, format!("{}, or \"auto\"", e.message)))?;
+            if interval < Duration::from_millis(100) {
+                return Err(ConfigError::new(cons_key, "must be at least 100ms"));
+            }
+            ConsInterval::Every(interval)
+        }
+    };
     let diagnostics = DiagnosticsConfig {
         enabled: raw_diag.enabled.unwrap_or(four_letter_words.enabled),
         cons_interval,
@@ -1090,6 +1100,37 @@ path = "/locks/*"
         assert!(
             err("[[clusters]\n").contains("invalid")
                 || err("[[clusters]\n").contains("cannot read")
+        );
+    }
+
+    #[test]
+    fn cons_interval_is_auto_unless_set() {
+        let base = "[[clusters]]\nservers=[\"a\"]\n";
+        let pace = |extra: &str| {
+            load_file(&format!("{base}{extra}"), &[])
+                .map(|c| c.clusters[0].diagnostics.cons_interval)
+        };
+        assert_eq!(pace("").unwrap(), ConsInterval::Auto);
+        assert_eq!(
+            pace("[clusters.diagnostics]\ncons_interval=\"auto\"").unwrap(),
+            ConsInterval::Auto
+        );
+        assert_eq!(
+            pace("[clusters.diagnostics]\ncons_interval=\"2s\"").unwrap(),
+            ConsInterval::Every(Duration::from_secs(2))
+        );
+        let e = pace("[clusters.diagnostics]\ncons_interval=\"often\"").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("clusters[0].diagnostics.cons_interval: `often` is not a duration")
+                && e.to_string().ends_with("or \"auto\""),
+            "{e}"
+        );
+        assert_eq!(
+            pace("[clusters.diagnostics]\ncons_interval=\"10ms\"")
+                .unwrap_err()
+                .to_string(),
+            "clusters[0].diagnostics.cons_interval: must be at least 100ms"
         );
     }
 

@@ -147,12 +147,30 @@ async fn trees(State(state): State<AppState>) -> Response {
                         (_, Some(g)) => g.groups().map(|(p, _)| p).collect(),
                         _ => Vec::new(),
                     };
+                    // Masters whose ghost check cannot say (enough): evidence
+                    // missing, or rounds too slow for the session's timeout.
+                    let unjudged: Vec<serde_json::Value> = match (t.as_elections(), &c.liveness) {
+                        (Some(e), Some(tracker)) => e
+                            .elections()
+                            .filter_map(|(path, e)| {
+                                let owner = e.master()?.owner;
+                                let reason = tracker.cannot_judge(owner)?;
+                                Some(serde_json::json!({
+                                    "election": path,
+                                    "session": format!("0x{owner:x}"),
+                                    "reason": reason,
+                                }))
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
                     serde_json::json!({
                         "path": t.pattern().as_str(),
                         "kind": t.kind_label(),
                         "source": t.source().label(),
                         "synced": t.synced(),
                         "nodes": parents,
+                        "ghost_check_unjudged": unjudged,
                     })
                 })
                 .collect();

@@ -89,7 +89,7 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
             let d = Diagnostics {
                 cluster: cluster.name.clone(),
                 servers: cluster.four_letter_words.servers.clone(),
-                interval: cluster.diagnostics.cons_interval,
+                pace: cluster.diagnostics.cons_interval,
                 timeout: cluster.four_letter_words.timeout,
                 watches: cluster.diagnostics.watches,
             };

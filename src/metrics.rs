@@ -1101,7 +1101,6 @@ fn encode_discovery(enc: &mut DescriptorEncoder, clusters: &[&ClusterState]) -> 
 fn each_tracked_master(
     clusters: &[&ClusterState],
     mut f: impl FnMut(&[(&str, &str); 2], Liveness, &SessionTracker, i64) -> fmt::Result,
-    now: Instant,
 ) -> fmt::Result {
     for c in clusters {
         let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
@@ -1112,7 +1111,11 @@ fn each_tracked_master(
                 let Some(master) = e.master().filter(|m| m.owner != 0) else {
                     continue;
                 };
-                if let Some(liveness) = tracker.liveness(master.owner, now) {
+                // Unknown sessions get no series: no value without evidence.
+                if let Some(liveness) = tracker
+                    .liveness(master.owner)
+                    .filter(|l| !matches!(l, Liveness::Unknown(_)))
+                {
                     f(
                         &[("cluster", c.name.as_str()), ("election", path)],
                         liveness,
@@ -1136,14 +1139,12 @@ fn encode_liveness(
     family(
         enc,
         "zookeeper_election_master_session_connected",
-        "1 if the master's session holds a connection and talks; 0 for a ghost master (no connection on any member, or silent for over 2/3 of its timeout) whose node lives until the session expires.",
+        "1 if the master's session holds a connection and talks; 0 for a ghost master (a complete cons round found no connection, or two rounds over 2/3 of its timeout apart saw no packet) whose node lives until the session expires; absent while unknown.",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(
-                clusters,
-                |l, live, _, _| gauge(m, l, f64::from(u8::from(live.is_connected()))),
-                now,
-            )
+            each_tracked_master(clusters, |l, live, _, _| {
+                gauge(m, l, f64::from(u8::from(live.is_connected())))
+            })
         },
     )?;
     family(
@@ -1152,14 +1153,10 @@ fn encode_liveness(
         "How long the master's session has been disconnected or silent so far; only for ghost masters.",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(
-                clusters,
-                |l, live, _, _| match live.since() {
-                    Some(s) => gauge(m, l, now.saturating_duration_since(s).as_secs_f64()),
-                    None => Ok(()),
-                },
-                now,
-            )
+            each_tracked_master(clusters, |l, live, _, _| match live.since() {
+                Some(s) => gauge(m, l, now.saturating_duration_since(s).as_secs_f64()),
+                None => Ok(()),
+            })
         },
     )?;
     family(
@@ -1168,17 +1165,15 @@ fn encode_liveness(
         "Seconds until ZooKeeper expires a ghost master's session (from dump on the leader; only for ghost masters, absent where dump is not allowed or prints local times).",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(
-                clusters,
-                |l, live, tracker, owner| match tracker
+            each_tracked_master(clusters, |l, live, tracker, owner| {
+                match tracker
                     .expires_in(owner, wall)
                     .filter(|_| !live.is_connected())
                 {
                     Some(d) => gauge(m, l, d.as_secs_f64()),
                     None => Ok(()),
-                },
-                now,
-            )
+                }
+            })
         },
     )?;
     family(
@@ -1218,7 +1213,7 @@ fn encode_liveness(
                     let n = tree
                         .owners()
                         .into_iter()
-                        .filter(|o| tracker.liveness(*o, now).is_some_and(|l| !l.is_connected()))
+                        .filter(|o| tracker.liveness(*o).is_some_and(Liveness::is_ghost))
                         .count();
                     gauge(
                         m,

@@ -251,3 +251,102 @@ async fn candidates_watching_the_parent_show_the_herd_effect() {
     );
     drop(keep);
 }
+
+/// Under default settings (`cons_interval = "auto"`), 200 masters whose 4 s
+/// sessions ping as every client does are never reported as ghosts; one
+/// master frozen with SIGSTOP is flagged once two rounds can show it, and
+/// clears after SIGCONT without a switch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_false_ghosts_under_default_settings_and_a_frozen_master_is_flagged() {
+    const ELECTIONS: usize = 200;
+    let zk = shared_server();
+    let root = unique_path("noghost");
+    let many = format!("{root}/many");
+    let _masters = Process(
+        Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+            .args(["simulate", "--zk", &zk.address(), "--path", &many])
+            .args(["--elections", &ELECTIONS.to_string(), "--candidates", "1"])
+            .args(["--sessions", &ELECTIONS.to_string()])
+            .args(["--abandon-ratio", "0", "--session-timeout", "4s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // 15 s: a freeze can be shown (2/3 of it plus two 1 s rounds) before
+    // ZooKeeper expires the session, even if its last ping was 5 s earlier.
+    let frozen_base = format!("{root}/frozen");
+    let frozen_election = format!("{frozen_base}/bot_00000");
+    let (mut frozen, master) = master_process(zk, &frozen_base, "15s").await;
+    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{root}/*/*"), ""));
+    let ghosts = |m: &Metrics| -> Vec<(String, f64)> {
+        m.series("zookeeper_election_master_session_connected", &[])
+            .into_iter()
+            .filter(|(_, v)| *v != 1.0)
+            .map(|(labels, v)| (format!("{labels:?}"), v))
+            .collect()
+    };
+    exporter
+        .until("every master live and judged", T, |m| {
+            m.series("zookeeper_election_master_session_connected", &[])
+                .iter()
+                .filter(|(_, v)| *v == 1.0)
+                .count()
+                == ELECTIONS + 1
+        })
+        .await;
+
+    // 60 s of scrapes: not one ghost.
+    let soak = std::time::Instant::now();
+    let mut scrapes = 0;
+    while soak.elapsed() < Duration::from_secs(60) {
+        let m = tokio::task::block_in_place(|| exporter.metrics()).unwrap();
+        assert_eq!(
+            ghosts(&m),
+            vec![],
+            "a pinging master was reported as a ghost"
+        );
+        assert_eq!(
+            m.series("zookeeper_election_master_session_connected", &[])
+                .len(),
+            ELECTIONS + 1,
+            "every master stays judged"
+        );
+        scrapes += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(scrapes > 100, "only {scrapes} scrapes in 60 s");
+
+    signal(&frozen.0.id().to_string(), "-STOP");
+    let stopped = std::time::Instant::now();
+    // Worst case from the freeze: 2/3 of 15 s, two 1 s rounds, and slack
+    // for the rounds' own duration and the scrape.
+    exporter
+        .until("the frozen master flagged", Duration::from_secs(14), |m| {
+            connected(m, &frozen_election) == Some(0.0)
+        })
+        .await;
+    let flagged = stopped.elapsed();
+    signal(&frozen.0.id().to_string(), "-CONT");
+    let m = exporter
+        .until("talking again", T, |m| {
+            connected(m, &frozen_election) == Some(1.0)
+        })
+        .await;
+    assert_eq!(master_node(&m, &frozen_election), Some(master), "no switch");
+    assert_eq!(
+        m.get(
+            "zookeeper_election_master_changes_total",
+            &election_labels(&frozen_election)
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        ghosts(&m),
+        vec![],
+        "only the frozen master was ever flagged"
+    );
+    eprintln!("frozen master flagged {flagged:?} after SIGSTOP");
+    signal(&frozen.0.id().to_string(), "-KILL");
+    let _ = frozen.0.wait();
+}

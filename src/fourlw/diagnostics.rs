@@ -3,8 +3,10 @@
 //! session is gone (or silent) is visible long before ZooKeeper expires it.
 //!
 //! This runs on its own schedule, not on scrape: "silent" means a
-//! connection's received-packet count stopped moving between polls, which
-//! needs polls at a known pace. `cons` lists every connection of a server
+//! connection's received-packet count did not move between two rounds far
+//! enough apart, which needs rounds at a known pace. With `cons_interval =
+//! "auto"` the pace follows the shortest session timeout among watched
+//! owners ([`auto_interval`]). `cons` lists every connection of a server
 //! and can be large on a busy one; it is read with the same bounded client
 //! as every four-letter word (at most 16 MiB, within `timeout`).
 
@@ -17,18 +19,19 @@ use tracing::warn;
 
 use super::parse::{self, Refusal};
 use super::{Command, Failure, Reply, ask, client};
+use crate::config::ConsInterval;
 use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
-use crate::model::liveness::SessionTracker;
+use crate::model::liveness::{Round, SessionTracker, auto_interval, round_complete};
 
 /// What the diagnostics poll, and how.
 #[derive(Debug, Clone)]
 pub struct Diagnostics {
     pub cluster: String,
     pub servers: Vec<String>,
-    pub interval: Duration,
+    pub pace: ConsInterval,
     pub timeout: Duration,
     /// Poll `wchp` too (herd effect); expensive on large servers.
     pub watches: bool,
@@ -36,15 +39,22 @@ pub struct Diagnostics {
 
 /// Polls until `shutdown` flips to true.
 pub async fn run(d: Diagnostics, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(d.interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut refused: HashSet<(String, Command)> = HashSet::new();
     loop {
+        let started = Instant::now();
+        poll_once(&d, &state, &mut refused).await;
+        let interval = match d.pace {
+            ConsInterval::Every(interval) => interval,
+            ConsInterval::Auto => {
+                let g = state.read().unwrap_or_else(|p| p.into_inner());
+                let owners = g.trees.iter().flat_map(|t| t.owners());
+                auto_interval(g.liveness.as_ref().and_then(|t| t.shortest_timeout(owners)))
+            }
+        };
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep_until((started + interval).into()) => {}
             _ = shutdown.changed() => return,
         }
-        poll_once(&d, &state, &mut refused).await;
     }
 }
 
@@ -84,17 +94,18 @@ pub async fn poll_once(
     state: &SharedCluster,
     refused: &mut HashSet<(String, Command)>,
 ) {
+    let started = Instant::now();
     let mut servers = d.servers.clone();
-    for m in state
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .members
-        .iter()
-    {
-        if !servers.contains(m) {
-            servers.push(m.clone());
+    let (owners, ensemble_size) = {
+        let g = state.read().unwrap_or_else(|p| p.into_inner());
+        for m in &g.members {
+            if !servers.contains(m) {
+                servers.push(m.clone());
+            }
         }
-    }
+        let owners: Vec<i64> = g.trees.iter().flat_map(|t| t.owners()).collect();
+        (owners, g.ensemble_size)
+    };
     let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
         let (cons, dump) = tokio::join!(
             ask_cons(server, d.timeout),
@@ -112,13 +123,13 @@ pub async fn poll_once(
     .await;
     let mut connections = Vec::new();
     let mut expiries = Vec::new();
-    let mut any_cons = false;
+    let mut answered_cons = 0;
     let mut watchers: Option<BTreeMap<String, BTreeSet<i64>>> = None;
     for poll in &polls {
         for e in &poll.exchanges {
             match &e.result {
                 Ok(Reply::Cons(c)) => {
-                    any_cons = true;
+                    answered_cons += 1;
                     connections.extend(c.iter().cloned());
                 }
                 Ok(Reply::Dump(dump)) => expiries.extend(dump.sessions.iter().copied()),
@@ -143,16 +154,19 @@ pub async fn poll_once(
             }
         }
     }
-    let now = Now::current();
+    let finished = Now::current();
+    let round = Round {
+        started,
+        finished,
+        complete: round_complete(servers.len(), answered_cons, ensemble_size),
+        connections: &connections,
+        expiries: &expiries,
+    };
     let mut g = state.write().unwrap_or_else(|p| p.into_inner());
     g.ensemble.get_or_insert_with(Default::default).merge(polls);
-    // Without a single `cons` reply nothing can be said about any session.
-    if any_cons {
-        let owners: Vec<i64> = g.trees.iter().flat_map(|t| t.owners()).collect();
-        g.liveness
-            .get_or_insert_with(SessionTracker::default)
-            .observe(&connections, &expiries, owners, now);
-    }
+    g.liveness
+        .get_or_insert_with(SessionTracker::default)
+        .observe(round, owners);
     if let Some(watchers) = watchers {
         // Only election nodes, and never the agent's own watches.
         let own = g.session.id;

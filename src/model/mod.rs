@@ -25,6 +25,10 @@ pub struct ClusterState {
     pub ensemble: Option<ensemble::Ensemble>,
     /// Client addresses the ensemble publishes in `/zookeeper/config`.
     pub members: Vec<String>,
+    /// Servers listed in `/zookeeper/config` (0 for a standalone server);
+    /// `None` where it cannot be read (3.4). Whether the members polled
+    /// cover the ensemble, so that a session none lists is disconnected.
+    pub ensemble_size: Option<usize>,
     /// Cardinality guard: most elections and groups exported.
     pub limits: Limits,
     /// Elections and groups declined by the guard, by kind.
@@ -34,7 +38,7 @@ pub struct ClusterState {
     /// Outcome of the last discovery walk; `None` when discovery is off.
     pub discovery: Option<DiscoveryStatus>,
     /// Liveness of the sessions owning watched nodes; `None` until the
-    /// diagnostics have a `cons` reply (or when they are off).
+    /// diagnostics' first round (or when they are off).
     pub liveness: Option<liveness::SessionTracker>,
     /// Sessions other than the agent's watching each election node itself
     /// (from `wchp`); `None` unless `diagnostics.watches` is on.
@@ -102,6 +106,7 @@ impl ClusterState {
             trees,
             ensemble: four_letter_words.then(ensemble::Ensemble::default),
             members: Vec::new(),
+            ensemble_size: None,
             limits: Limits::default(),
             dropped: BTreeMap::new(),
             dropped_reported: false,

@@ -527,20 +527,23 @@ impl<'a> Session<'a> {
     /// (3.5+), so the four-letter-word poller sees a grown ensemble. Servers
     /// without it (3.4, or no client addresses listed) leave the list empty.
     async fn refresh_members(&self) {
-        let members = match self.client.get_config().await {
-            Ok((data, _)) => parse_members(&String::from_utf8_lossy(&data))
-                .into_iter()
-                .filter_map(|m| m.client_address)
-                .collect(),
+        let (members, size) = match self.client.get_config().await {
+            Ok((data, _)) => {
+                let all = parse_members(&String::from_utf8_lossy(&data));
+                let size = all.len();
+                (
+                    all.into_iter().filter_map(|m| m.client_address).collect(),
+                    Some(size),
+                )
+            }
             Err(e) => {
                 debug!(cluster = %self.cfg.name, "no /zookeeper/config ({e})");
-                Vec::new()
+                (Vec::new(), None)
             }
         };
-        self.state
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .members = members;
+        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
+        g.members = members;
+        g.ensemble_size = size;
     }
 
     async fn sync_all(&mut self) {
