@@ -352,7 +352,7 @@ async fn discovery_walk(zk: &ZkServer) {
     .await;
     let total = 1 + level_a.len() + level_b.len() + leaves.len() + candidates.len();
     let started = Instant::now();
-    let walk = zk_election_exporter::zk::discovery::walk(&c, &root, &[], 200_000)
+    let walk = zk_election_exporter::sources::discovery::walk(&c, &root, &[], 200_000)
         .await
         .unwrap();
     let took = started.elapsed();

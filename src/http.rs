@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::fourlw::poller::Poller;
 use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
+use crate::sources::fourlw::poller::Poller;
 use futures::future::join_all;
 
 /// What the handlers read.

@@ -16,7 +16,7 @@ pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod simulate;
-pub mod zk;
+pub mod sources;
 
 /// Version and git revision baked in at build time.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -8,11 +8,11 @@ use clap::Parser;
 use tokio::sync::watch;
 use tracing::{error, info};
 use zk_election_exporter::cli::{Cli, Command};
-use zk_election_exporter::fourlw::diagnostics::{self, Diagnostics};
-use zk_election_exporter::fourlw::poller::Poller;
 use zk_election_exporter::model::tree::Tree;
 use zk_election_exporter::model::{ClusterState, SharedCluster};
-use zk_election_exporter::{config, http, metrics, simulate, zk};
+use zk_election_exporter::sources::fourlw::ghost::{self, Diagnostics};
+use zk_election_exporter::sources::fourlw::poller::Poller;
+use zk_election_exporter::{config, http, metrics, simulate, sources};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -93,22 +93,18 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
                 timeout: cluster.four_letter_words.timeout,
                 watches: cluster.diagnostics.watches,
             };
-            tasks.push(tokio::spawn(diagnostics::run(
-                d,
-                state.clone(),
-                stop_rx.clone(),
-            )));
+            tasks.push(tokio::spawn(ghost::run(d, state.clone(), stop_rx.clone())));
         }
         if let Some(probe) = cluster.probe.clone() {
             state.write().unwrap_or_else(|p| p.into_inner()).probe = Some(Default::default());
-            tasks.push(tokio::spawn(zk::probe::run(
+            tasks.push(tokio::spawn(sources::canary::run(
                 cluster.clone(),
                 probe,
                 state.clone(),
                 stop_rx.clone(),
             )));
         }
-        tasks.push(tokio::spawn(zk::session::run_cluster(
+        tasks.push(tokio::spawn(sources::zk::session::run_cluster(
             cluster,
             state,
             stop_rx.clone(),

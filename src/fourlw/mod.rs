@@ -1,14 +1,9 @@
-//! Four-letter words: the bounded TCP exchange ([`client`]), the optional
-//! AdminServer fallback ([`admin`]), pure reply parsers ([`parse`]) and
-//! `mntr` typing ([`mntr`]), and the per-cluster poller ([`poller`]) that
-//! collects all servers × commands in parallel on scrape.
+//! The vocabulary of ZooKeeper's four-letter words, pure and without I/O:
+//! the commands, the reasons an exchange yields nothing ([`Failure`]), the
+//! parsed replies ([`Reply`]) and their parsers ([`parse`]). The exchanges
+//! themselves are sources (`crate::sources::fourlw`).
 
-pub mod admin;
-pub mod client;
-pub mod diagnostics;
-pub mod mntr;
 pub mod parse;
-pub mod poller;
 
 use std::collections::BTreeMap;
 
@@ -117,24 +112,6 @@ pub enum Reply {
     Envi(BTreeMap<String, String>),
     Dump(Dump),
     Wchp(BTreeMap<String, Vec<i64>>),
-}
-
-/// One bounded exchange of `command` with `server`, parsed.
-pub async fn ask(
-    server: &str,
-    command: Command,
-    timeout: std::time::Duration,
-) -> crate::model::ensemble::Exchange {
-    let started = std::time::Instant::now();
-    let result = match client::exchange(server, command.name(), timeout).await {
-        Ok(raw) => interpret(command, &raw),
-        Err(failure) => Err(failure),
-    };
-    crate::model::ensemble::Exchange {
-        command,
-        duration: started.elapsed(),
-        result,
-    }
 }
 
 /// Turns raw reply text into a [`Reply`] or the reason it is none.

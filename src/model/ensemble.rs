@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fourlw::mntr::{Mapped, map_mntr};
 use crate::fourlw::parse::{Conf, Connection, Mntr, Role, Srvr, Wchs};
 use crate::fourlw::{Command, Failure, Reply};
 
@@ -37,9 +36,6 @@ pub struct ServerHealth {
     pub errors: BTreeMap<(Command, Failure), u64>,
     /// `mntr` lines skipped as unreadable, across collections.
     pub skipped_lines: u64,
-    /// The last `mntr` reply typed and named, computed once per collection
-    /// rather than on every scrape.
-    pub mapped: Option<Mapped>,
 }
 
 impl ServerHealth {
@@ -180,7 +176,6 @@ impl Ensemble {
                 }
                 health.last.insert(exchange.command, exchange);
             }
-            health.mapped = health.mntr().map(map_mntr);
         }
     }
 

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zookeeper_client::{Client, MultiReadResult};
 
-use super::watch::join;
+use super::zk::watch::join;
 use crate::model::candidate::parse_sequence;
 use crate::model::tree::TreePattern;
 

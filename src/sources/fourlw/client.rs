@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::Failure;
+use crate::fourlw::Failure;
 
 /// Largest reply kept; `cons` and `wchc` of a busy server are large, and
 /// nothing the exporter parses needs more.

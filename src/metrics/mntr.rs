@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::parse::Mntr;
+use crate::fourlw::parse::Mntr;
 
 /// Keys ZooKeeper increments (`Counter` in ServerMetrics, and ServerStats'
 /// packet and failure counts).

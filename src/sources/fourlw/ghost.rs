@@ -17,9 +17,10 @@ use futures::future::join_all;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::parse::{self, Refusal};
-use super::{Command, Failure, Reply, ask, client};
+use super::{ask, client};
 use crate::config::ConsInterval;
+use crate::fourlw::parse::{self, Refusal};
+use crate::fourlw::{Command, Failure, Reply};
 use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::ensemble::Exchange;

@@ -15,7 +15,6 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, SessionState as ZkState};
 
-use super::discovery::{self, Found};
 use super::oneshot::{self, Sink};
 use super::watch::{
     MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
@@ -29,6 +28,7 @@ use crate::model::groups::GroupSpec;
 use crate::model::session::SessionState;
 use crate::model::tree::TreePattern;
 use crate::model::tree::{PathKind, Tree, TreeSource};
+use crate::sources::discovery::{self, Found};
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);

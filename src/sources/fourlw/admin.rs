@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::parse::{Conf, Mntr, Role, Srvr};
-use super::{Command, Failure, Reply};
+use crate::fourlw::parse::{Conf, Mntr, Role, Srvr};
+use crate::fourlw::{Command, Failure, Reply};
 
 const MAX_BODY_BYTES: u64 = 8 << 20;
 

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use tracing::{info, warn};
 
-use super::{Command, Failure, admin};
+use super::admin;
 use crate::config::FourLetterWordsConfig;
+use crate::fourlw::{Command, Failure};
 use crate::model::SharedCluster;
 use crate::model::ensemble::{Exchange, ServerPoll};
 

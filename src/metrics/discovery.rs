@@ -1,0 +1,77 @@
+//! Families of zero-config discovery.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+
+pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    let discovering = || {
+        clusters
+            .iter()
+            .filter_map(|c| c.discovery.as_ref().map(|d| (c.name.as_str(), d)))
+    };
+    family(
+        enc,
+        "zookeeper_discovery_trees",
+        "Trees added by discovery since start, by kind.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(
+                    m,
+                    &[("cluster", cluster), ("kind", "election")],
+                    d.election_trees as f64,
+                )?;
+                gauge(
+                    m,
+                    &[("cluster", cluster), ("kind", "group")],
+                    d.group_trees as f64,
+                )?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_nodes_walked",
+        "Nodes listed by the last discovery walk.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(m, &[("cluster", cluster)], d.nodes_walked as f64)?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_truncated",
+        "1 if the last discovery walk stopped at max_nodes with nodes left unvisited.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                gauge(m, &[("cluster", cluster)], f64::from(u8::from(d.truncated)))?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_discovery_last_run_timestamp_seconds",
+        "Unix time the last discovery walk finished; absent before the first.",
+        MetricType::Gauge,
+        |m| {
+            for (cluster, d) in discovering() {
+                if let Some(t) = d.last_run {
+                    gauge(m, &[("cluster", cluster)], unix_seconds(t))?;
+                }
+            }
+            Ok(())
+        },
+    )
+}

@@ -1,0 +1,138 @@
+//! Families of the election model: master, candidates, switches,
+//! masterless time.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+use crate::model::ClusterState;
+use crate::model::tree::Tree;
+
+/// Calls `f` with the labels and model of every election of every cluster.
+pub(super) fn each_election(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &crate::model::election::Election) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        for tree in c.trees.iter().filter_map(Tree::as_elections) {
+            for (path, election) in tree.elections() {
+                f(
+                    &[("cluster", c.name.as_str()), ("election", path)],
+                    election,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let (clusters, now) = (s.clusters, s.now);
+    family(
+        enc,
+        "zookeeper_election_candidates",
+        "Candidates (children with a sequence suffix) of the election.",
+        MetricType::Gauge,
+        |m| each_election(clusters, |l, e| gauge(m, l, e.candidate_count() as f64)),
+    )?;
+    family(
+        enc,
+        "zookeeper_election_has_master",
+        "1 if the election has a master (at least one candidate), else 0.",
+        MetricType::Gauge,
+        |m| {
+            each_election(clusters, |l, e| {
+                gauge(m, l, f64::from(u8::from(e.master().is_some())))
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master",
+        "The current master of the election: its node and identity; always 1, absent when masterless.",
+        MetricType::Gauge,
+        |m| {
+            each_election(clusters, |l, e| match e.master() {
+                Some(master) => gauge(
+                    m,
+                    &[
+                        l[0],
+                        l[1],
+                        ("node", master.node),
+                        ("identity", master.identity),
+                    ],
+                    1.0,
+                ),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master_sequence",
+        "Sequence number of the master's node.",
+        MetricType::Gauge,
+        |m| {
+            each_election(clusters, |l, e| match e.master() {
+                Some(master) => gauge(m, l, f64::from(master.sequence)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master_since_timestamp_seconds",
+        "Unix time the current master took over (its node's ctime when first seen at agent start).",
+        MetricType::Gauge,
+        |m| {
+            each_election(clusters, |l, e| match e.master() {
+                Some(master) => gauge(m, l, unix_seconds(master.since)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_master_changes",
+        "Master switches (a different node became master) since the agent started watching.",
+        MetricType::Counter,
+        |m| each_election(clusters, |l, e| counter(m, l, e.changes())),
+    )?;
+    family(
+        enc,
+        "zookeeper_election_masterless_seconds",
+        "Accumulated seconds the election had no candidate; 1 - rate() is its availability.",
+        MetricType::Counter,
+        |m| {
+            each_election(clusters, |l, e| {
+                counter(m, l, e.masterless_total(now).as_secs_f64())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_candidate_changes",
+        "Candidates that joined or left the election since the agent started watching.",
+        MetricType::Counter,
+        |m| {
+            each_election(clusters, |l, e| {
+                counter(m, &[l[0], l[1], ("change", "join")], e.joins())?;
+                counter(m, &[l[0], l[1], ("change", "leave")], e.leaves())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_election_duplicate_identities",
+        "Candidates whose identity another candidate of the same election also has (a zombie session).",
+        MetricType::Gauge,
+        |m| {
+            each_election(clusters, |l, e| {
+                gauge(m, l, e.duplicate_identities() as f64)
+            })
+        },
+    )
+}

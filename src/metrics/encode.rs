@@ -1,0 +1,92 @@
+//! Helpers every encoder shares: one family header, typed samples, label
+//! escaping for the hand-written sections.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, MetricEncoder, NoLabelSet,
+};
+use prometheus_client::metrics::MetricType;
+
+use crate::model::histogram::Histogram;
+
+pub(super) fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Writes one family: its HELP/TYPE line, then `series` writes the samples.
+pub(super) fn family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    series: impl FnOnce(&mut MetricEncoder) -> fmt::Result,
+) -> fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;
+    series(&mut metric)
+}
+
+pub(super) fn gauge(
+    m: &mut MetricEncoder,
+    labels: &impl EncodeLabelSet,
+    value: f64,
+) -> fmt::Result {
+    m.encode_family(labels)?.encode_gauge(&value)
+}
+
+pub(super) fn counter<V: EncodeCounterValue>(
+    m: &mut MetricEncoder,
+    labels: &impl EncodeLabelSet,
+    value: V,
+) -> fmt::Result {
+    m.encode_family(labels)?
+        .encode_counter::<NoLabelSet, V, f64>(&value, None)
+}
+
+pub(super) fn histogram(
+    m: &mut MetricEncoder,
+    labels: &impl EncodeLabelSet,
+    h: &Histogram,
+) -> fmt::Result {
+    m.encode_family(labels)?
+        .encode_histogram::<NoLabelSet>(h.sum(), h.count(), &h.buckets(), None)
+}
+
+/// Escapes a label value or HELP text for both text formats.
+pub(super) fn escape(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+pub(super) fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
+    out.push('{');
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        escape(v, out);
+        out.push('"');
+    }
+    out.push('}');
+}
+
+/// HELP and TYPE lines of a family written by hand (the `mntr` section).
+pub(super) fn write_header(out: &mut String, name: &str, help: &str, kind: &str) -> fmt::Result {
+    use std::fmt::Write;
+    out.push_str("# HELP ");
+    out.push_str(name);
+    out.push(' ');
+    escape(help, out);
+    out.push('\n');
+    writeln!(out, "# TYPE {name} {kind}")
+}

@@ -1,0 +1,273 @@
+//! Families of the ensemble model from four-letter words: one series per
+//! member, and the figures derived across members.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
+use crate::model::ClusterState;
+use crate::model::ensemble::{Ensemble, ServerHealth};
+
+/// Calls `f` with the labels and health of every polled server.
+pub(super) fn each_server(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &ServerHealth) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        if let Some(ensemble) = &c.ensemble {
+            for (server, health) in ensemble.servers() {
+                f(&[("cluster", c.name.as_str()), ("server", server)], health)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    family(
+        enc,
+        "zookeeper_up",
+        "1 if the server answered mntr or srvr (four-letter words) in the last collection.",
+        MetricType::Gauge,
+        |m| each_server(clusters, |l, h| gauge(m, l, f64::from(u8::from(h.up())))),
+    )?;
+    family(
+        enc,
+        "zookeeper_ruok",
+        "1 if the server answered ruok with imok; absent when ruok is not polled.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.ruok()
+                    .map_or(Ok(()), |ok| gauge(m, l, f64::from(u8::from(ok))))
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_state",
+        "Role of the server (mntr zk_server_state or srvr Mode): 1 for the current state.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+                Some(role) => {
+                    for state in Role::ALL {
+                        let v = f64::from(u8::from(state == role));
+                        gauge(m, &[l[0], l[1], ("state", state.label())], v)?;
+                    }
+                    Ok(())
+                }
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_leader",
+        "1 if the server is the ensemble leader, else 0.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+                Some(role) => gauge(m, l, f64::from(u8::from(role == Role::Leader))),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_info",
+        "ZooKeeper version of the server; always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.version()
+                    .map_or(Ok(()), |v| gauge(m, &[l[0], l[1], ("version", v)], 1.0))
+            })
+        },
+    )?;
+    type SrvrValue = fn(&Srvr) -> Option<u64>;
+    let srvr: [(&str, &str, SrvrValue); 3] = [
+        (
+            "zookeeper_zxid_epoch",
+            "Epoch of the last processed zxid (its high 32 bits), from srvr; it grows with every leader election.",
+            Srvr::zxid_epoch,
+        ),
+        (
+            "zookeeper_zxid_counter",
+            "Transaction counter of the last processed zxid (its low 32 bits), from srvr; near 2^32 (4294967296) the ensemble forces a leader election.",
+            Srvr::zxid_counter,
+        ),
+        (
+            "zookeeper_node_count",
+            "Znodes in the server's data tree, from srvr.",
+            |s| s.node_count,
+        ),
+    ];
+    for (name, help, value) in srvr {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.srvr().and_then(value) {
+                Some(v) => gauge(m, l, v as f64),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_read_only",
+        "1 if the server is in read-only mode (isro answered ro), 0 for rw; absent when it cannot say.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.read_only()
+                    .map_or(Ok(()), |ro| gauge(m, l, f64::from(u8::from(ro))))
+            })
+        },
+    )?;
+    type ConfValue = fn(&Conf) -> Option<f64>;
+    let conf: [(&str, &str, ConfValue); 3] = [
+        (
+            "zookeeper_config_tick_time_seconds",
+            "tickTime from conf, in seconds.",
+            Conf::tick_time_ms,
+        ),
+        (
+            "zookeeper_config_min_session_timeout_seconds",
+            "minSessionTimeout from conf, in seconds: the shortest session timeout the server grants.",
+            Conf::min_session_timeout_ms,
+        ),
+        (
+            "zookeeper_config_max_session_timeout_seconds",
+            "maxSessionTimeout from conf, in seconds: the longest session timeout the server grants.",
+            Conf::max_session_timeout_ms,
+        ),
+    ];
+    for (name, help, value) in conf {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.conf().and_then(value) {
+                Some(ms) => gauge(m, l, ms / 1000.0),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_config_info",
+        "The server's id (serverId from conf); always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.conf().and_then(Conf::server_id) {
+                Some(id) => gauge(m, &[l[0], l[1], ("server_id", id)], 1.0),
+                None => Ok(()),
+            })
+        },
+    )
+}
+
+/// Families of the opt-in commands: wchs, cons and envi.
+pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    type WchsValue = fn(&Wchs) -> u64;
+    let wchs: [(&str, &str, WchsValue); 3] = [
+        (
+            "zookeeper_wchs_connections",
+            "Connections holding watches, from wchs.",
+            |w| w.connections,
+        ),
+        (
+            "zookeeper_wchs_paths",
+            "Paths being watched, from wchs.",
+            |w| w.paths,
+        ),
+        (
+            "zookeeper_wchs_watches",
+            "Watches set on the server, from wchs.",
+            |w| w.watches,
+        ),
+    ];
+    for (name, help, value) in wchs {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_server(clusters, |l, h| match h.wchs() {
+                Some(w) => gauge(m, l, value(w) as f64),
+                None => Ok(()),
+            })
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_cons_connections",
+        "Client connections listed by cons.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.cons().map_or(Ok(()), |c| gauge(m, l, c.len() as f64))
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_server_java_info",
+        "Java runtime of the server, from envi; always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| match h.envi() {
+                Some(env) => {
+                    let get = |k: &str| env.get(k).map_or("", String::as_str);
+                    gauge(
+                        m,
+                        &[
+                            l[0],
+                            l[1],
+                            ("java_version", get("java.version")),
+                            ("java_vendor", get("java.vendor")),
+                        ],
+                        1.0,
+                    )
+                }
+                None => Ok(()),
+            })
+        },
+    )
+}
+
+pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    type Total = fn(&Ensemble) -> Option<f64>;
+    let totals: [(&str, &str, Total); 4] = [
+        (
+            "zookeeper_ensemble_servers",
+            "Members polled: configured servers plus members published in /zookeeper/config.",
+            |e| Some(e.len() as f64),
+        ),
+        (
+            "zookeeper_ensemble_servers_up",
+            "Members that answered mntr or srvr.",
+            |e| Some(e.up_count() as f64),
+        ),
+        (
+            "zookeeper_ensemble_leaders",
+            "Members reporting themselves leader; a quorum ensemble must have exactly 1.",
+            |e| Some(e.leaders() as f64),
+        ),
+        (
+            "zookeeper_ensemble_zxid_spread",
+            "Largest minus smallest zxid counter among members in the newest epoch: how many transactions the slowest member lags.",
+            |e| e.zxid_spread().map(|s| s as f64),
+        ),
+    ];
+    for (name, help, value) in totals {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            for c in clusters {
+                if let Some(v) = c.ensemble.as_ref().and_then(value) {
+                    gauge(m, &[("cluster", c.name.as_str())], v)?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}

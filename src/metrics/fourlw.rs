@@ -1,0 +1,84 @@
+//! Health of the four-letter-word exchanges themselves.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+use super::ensemble::each_server;
+use crate::fourlw::Failure;
+
+pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    family(
+        enc,
+        "zookeeper_fourlw_up",
+        "1 if the command got a usable reply in the last collection.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                for (command, e) in &h.last {
+                    gauge(
+                        m,
+                        &[l[0], l[1], ("command", command.name())],
+                        f64::from(u8::from(e.result.is_ok())),
+                    )?;
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_duration_seconds",
+        "Duration of the command's last exchange (connect, write, read), bounded by the timeout.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                for (command, e) in &h.last {
+                    gauge(
+                        m,
+                        &[l[0], l[1], ("command", command.name())],
+                        e.duration.as_secs_f64(),
+                    )?;
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_errors",
+        "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse.",
+        MetricType::Counter,
+        |m| {
+            each_server(clusters, |l, h| {
+                for command in h.last.keys() {
+                    for reason in Failure::ALL {
+                        let n = h.errors.get(&(*command, reason)).copied().unwrap_or(0);
+                        counter(
+                            m,
+                            &[
+                                l[0],
+                                l[1],
+                                ("command", command.name()),
+                                ("reason", reason.label()),
+                            ],
+                            n,
+                        )?;
+                    }
+                }
+                Ok(())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_fourlw_skipped_lines",
+        "Lines of mntr replies skipped because their key or value cannot be exported (labels, odd characters).",
+        MetricType::Counter,
+        |m| each_server(clusters, |l, h| counter(m, l, h.skipped_lines)),
+    )
+}

@@ -1,0 +1,82 @@
+//! Families of the group (registry) model.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+use crate::model::ClusterState;
+use crate::model::groups::{Group, GroupSpec};
+use crate::model::tree::Tree;
+
+/// Calls `f` with the labels, spec and model of every group.
+pub(super) fn each_group(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &GroupSpec, &Group) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        for tree in c.trees.iter().filter_map(Tree::as_groups) {
+            for (path, group) in tree.groups() {
+                f(
+                    &[("cluster", c.name.as_str()), ("group", path)],
+                    tree.spec(),
+                    group,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn encode_groups(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    family(
+        enc,
+        "zookeeper_group_members",
+        "Live members (ephemeral children) of the group.",
+        MetricType::Gauge,
+        |m| each_group(clusters, |l, _, g| gauge(m, l, g.len() as f64)),
+    )?;
+    family(
+        enc,
+        "zookeeper_group_member_changes",
+        "Members that joined or left the group since the agent started watching (a restart under the same name is both).",
+        MetricType::Counter,
+        |m| {
+            each_group(clusters, |l, _, g| {
+                counter(m, &[l[0], l[1], ("change", "join")], g.joins())?;
+                counter(m, &[l[0], l[1], ("change", "leave")], g.leaves())
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_group_min_members",
+        "Configured minimum of live members for the group (only where configured).",
+        MetricType::Gauge,
+        |m| {
+            each_group(clusters, |l, spec, _| match spec.min_members {
+                Some(min) => gauge(m, l, f64::from(min)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        "zookeeper_group_member",
+        "One live member of the group; always 1 (only with export_members = true).",
+        MetricType::Gauge,
+        |m| {
+            each_group(clusters, |l, spec, g| {
+                if spec.export_members {
+                    for member in g.member_names() {
+                        gauge(m, &[l[0], l[1], ("member", member)], 1.0)?;
+                    }
+                }
+                Ok(())
+            })
+        },
+    )
+}

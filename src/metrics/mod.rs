@@ -1,0 +1,155 @@
+//! `/metrics`: a `prometheus-client` collector that encodes the models at
+//! scrape time, one encoder per model ([`ENCODERS`]), every family name in
+//! [`names`].
+//!
+//! Nothing here is updated by event handlers; each scrape takes a read lock
+//! on each cluster, reads the models and writes the exposition, in the
+//! Prometheus text format or OpenMetrics as the scraper asks.
+
+mod canary;
+mod discovery;
+mod elections;
+mod encode;
+mod ensemble;
+mod exporter;
+mod fourlw;
+mod ghost;
+mod groups;
+pub mod mntr;
+mod mntr_section;
+pub mod names;
+mod session;
+mod trees;
+
+use std::fmt;
+use std::time::Instant;
+
+use prometheus_client::collector::Collector as PromCollector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::registry::Registry;
+
+use crate::model::{ClusterState, SharedCluster};
+use mntr_section::encode_mntr_section;
+
+/// Content type of the Prometheus text format.
+pub const TEXT_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+/// Content type of OpenMetrics text.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Renders every cluster's models; registered once, encoded on each scrape.
+#[derive(Debug)]
+pub struct Collector {
+    clusters: Vec<SharedCluster>,
+}
+
+/// Everything `/metrics` shows: the registry with the collector, and the
+/// clusters again for the families `prometheus-client` cannot encode
+/// (summaries folded from `mntr`).
+#[derive(Debug)]
+pub struct Exposition {
+    registry: Registry,
+    clusters: Vec<SharedCluster>,
+    /// The mntr section (samples and summaries) per format, with the
+    /// ensemble generations it was written for: rebuilt only after a new
+    /// collection, not on every scrape.
+    mntr_cache: std::sync::Mutex<[Option<MntrSection>; 2]>,
+}
+
+/// Rendered mntr families and the ensemble generations they reflect.
+type MntrSection = (Vec<u64>, String);
+
+impl Exposition {
+    pub fn new(clusters: Vec<SharedCluster>) -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Collector {
+            clusters: clusters.clone(),
+        }));
+        Self {
+            registry,
+            clusters,
+            mntr_cache: std::sync::Mutex::new([None, None]),
+        }
+    }
+
+    /// Encodes everything in the Prometheus text format, or OpenMetrics.
+    pub fn render(&self, openmetrics: bool) -> Result<String, fmt::Error> {
+        let mut out = String::with_capacity(1 << 16);
+        if openmetrics {
+            prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+        }
+        let guards: Vec<_> = self
+            .clusters
+            .iter()
+            .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
+        let generations: Vec<u64> = clusters
+            .iter()
+            .map(|c| c.ensemble.as_ref().map_or(0, |e| e.generation()))
+            .collect();
+        let mut cache = self.mntr_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut cache[usize::from(openmetrics)];
+        match slot {
+            Some((g, text)) if *g == generations => out.push_str(text),
+            _ => {
+                let mut text = String::new();
+                encode_mntr_section(&mut text, &clusters, openmetrics)?;
+                out.push_str(&text);
+                *slot = Some((generations, text));
+            }
+        }
+        if openmetrics {
+            prometheus_client::encoding::text::encode_eof(&mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// What every encoder reads: each cluster's models (under its read lock
+/// for the whole scrape) and the scrape's instant.
+pub(crate) struct Scrape<'a> {
+    pub clusters: &'a [&'a ClusterState],
+    pub now: Instant,
+}
+
+/// One model's families.
+type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
+
+/// Every encoder, in exposition order. The `mntr` section is written apart
+/// (see [`Exposition::render`]).
+const ENCODERS: [Encode; 13] = [
+    elections::encode_elections,
+    ghost::encode_liveness,
+    canary::encode_probe,
+    trees::encode_trees,
+    groups::encode_groups,
+    session::encode_sessions,
+    ensemble::encode_ensembles,
+    ensemble::encode_optional_commands,
+    fourlw::encode_fourlw_health,
+    ensemble::encode_ensemble_totals,
+    discovery::encode_discovery,
+    exporter::encode_series_dropped,
+    exporter::encode_build_info,
+];
+
+impl PromCollector for Collector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let guards: Vec<_> = self
+            .clusters
+            .iter()
+            .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
+        let scrape = Scrape {
+            clusters: &clusters,
+            now: Instant::now(),
+        };
+        ENCODERS
+            .iter()
+            .try_for_each(|encode| encode(&mut encoder, &scrape))
+    }
+}

@@ -1,0 +1,91 @@
+//! Families of each watched tree: sync state and counts.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+
+use super::Scrape;
+use super::encode::*;
+use crate::model::ClusterState;
+use crate::model::tree::Tree;
+
+/// Calls `f` with the labels and model of every tree of every cluster.
+pub(super) fn each_tree(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&[(&str, &str); 2], &Tree) -> fmt::Result,
+) -> fmt::Result {
+    for c in clusters {
+        for tree in &c.trees {
+            f(
+                &[
+                    ("cluster", c.name.as_str()),
+                    ("tree", tree.pattern().as_str()),
+                ],
+                tree,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    let clusters = s.clusters;
+    type Count = fn(&Tree) -> Option<f64>;
+    let gauges: [(&str, &str, Count); 6] = [
+        (
+            "zookeeper_tree_synced",
+            "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
+            |t| Some(f64::from(u8::from(t.synced()))),
+        ),
+        (
+            "zookeeper_tree_elections",
+            "Elections (nodes matching the glob) in an election tree.",
+            |t| t.as_elections().map(|e| e.parent_count() as f64),
+        ),
+        (
+            "zookeeper_tree_groups",
+            "Groups (nodes matching the glob) in a group tree.",
+            |t| t.as_groups().map(|g| g.parent_count() as f64),
+        ),
+        (
+            "zookeeper_tree_nodes",
+            "Matching nodes plus all their children in the tree.",
+            |t| Some(t.node_count() as f64),
+        ),
+        (
+            "zookeeper_tree_ephemeral_nodes",
+            "Ephemeral children of the tree's elections or groups.",
+            |t| Some(t.ephemeral_count() as f64),
+        ),
+        (
+            "zookeeper_tree_ignored_nodes",
+            "Children that are neither candidates (no sequence suffix) nor members (persistent).",
+            |t| Some(t.ignored_count() as f64),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
+        })?;
+    }
+    family(
+        enc,
+        "zookeeper_tree_sync_failures",
+        "Failed attempts to watch and list the tree (no rights, connection loss).",
+        MetricType::Counter,
+        |m| each_tree(clusters, |l, t| counter(m, l, t.sync_failures())),
+    )?;
+    family(
+        enc,
+        "zookeeper_tree_masterless_duration_seconds",
+        "Durations of ended masterless periods of the tree's elections.",
+        MetricType::Histogram,
+        |m| {
+            each_tree(clusters, |l, t| match t.as_elections() {
+                Some(e) => histogram(m, l, e.masterless_histogram()),
+                None => Ok(()),
+            })
+        },
+    )
+}

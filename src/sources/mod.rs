@@ -1,0 +1,8 @@
+//! Sources: everything that does I/O. They read ZooKeeper and its
+//! four-letter words and turn what they see into calls on the models; they
+//! never render anything.
+
+pub mod canary;
+pub mod discovery;
+pub mod fourlw;
+pub mod zk;

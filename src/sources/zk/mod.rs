@@ -1,0 +1,7 @@
+//! ZooKeeper session sources: one session per cluster ([`session`]) that
+//! watches every tree with persistent recursive watches ([`watch`]) or, on
+//! servers before 3.6, one-shot watches ([`oneshot`]).
+
+pub mod oneshot;
+pub mod session;
+pub mod watch;
