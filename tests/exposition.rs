@@ -85,6 +85,33 @@ fn golden_cluster() -> ClusterState {
     cluster
 }
 
+/// The first line where `expected` and `actual` differ, with three lines of
+/// context from each, and the line counts when they differ in length.
+fn first_difference(expected: &str, actual: &str) -> String {
+    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
+    let at = e
+        .iter()
+        .zip(&a)
+        .position(|(x, y)| x != y)
+        .unwrap_or(e.len().min(a.len()));
+    let window = |lines: &[&str], sign: char| -> String {
+        lines
+            .iter()
+            .enumerate()
+            .skip(at.saturating_sub(3))
+            .take(7)
+            .map(|(i, l)| format!("{sign}{:>5} {l}\n", i + 1))
+            .collect()
+    };
+    let mut out = format!("first difference at line {}\n", at + 1);
+    out += &window(&e, '-');
+    out += &window(&a, '+');
+    if e.len() != a.len() {
+        out += &format!("golden has {} lines, the rendering {}\n", e.len(), a.len());
+    }
+    out
+}
+
 #[test]
 fn golden_exposition_of_the_fixture_set() {
     let rendered: String = render(golden_cluster())
@@ -103,16 +130,9 @@ fn golden_exposition_of_the_fixture_set() {
     }
     let golden = std::fs::read_to_string(&path).unwrap_or_default();
     if golden != rendered {
-        let diff: Vec<String> = golden
-            .lines()
-            .zip(rendered.lines())
-            .filter(|(a, b)| a != b)
-            .take(5)
-            .map(|(a, b)| format!("- {a}\n+ {b}"))
-            .collect();
         panic!(
             "exposition differs from tests/golden/exposition.prom (review, then ZKEE_BLESS=1 cargo test --test exposition):\n{}",
-            diff.join("\n")
+            first_difference(&golden, &rendered)
         );
     }
     // Spot checks that the golden file says what the docs promise.

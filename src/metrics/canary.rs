@@ -5,18 +5,18 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 
 /// Calls `f` with the labels and figures of every cluster running the canary.
 pub(super) fn each_probe(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 1], &crate::model::ProbeStats) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &crate::model::ProbeStats) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         if let Some(p) = &c.probe {
-            f(&[("cluster", c.name.as_str())], p)?;
+            f(&Labels::new("cluster", c.name.as_str()), p)?;
         }
     }
     Ok(())
@@ -27,21 +27,21 @@ pub(super) fn encode_probe(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
     let clusters = s.clusters;
     family(
         enc,
-        "zookeeper_probe_failover_seconds",
+        names::PROBE_FAILOVER_SECONDS,
         "Failover canary: from closing the probe master's session until the standby is notified and sees itself master. The best-case switch time of any election on this ensemble.",
         MetricType::Histogram,
         |m| each_probe(clusters, |l, p| histogram(m, l, &p.failover)),
     )?;
     family(
         enc,
-        "zookeeper_probe_ephemeral_expiry_seconds",
+        names::PROBE_EPHEMERAL_EXPIRY_SECONDS,
         "Failover canary: from abandoning the probe master's session (as a crash would) until the standby sees itself master: how long a crashed master stays in place.",
         MetricType::Histogram,
         |m| each_probe(clusters, |l, p| histogram(m, l, &p.expiry)),
     )?;
     family(
         enc,
-        "zookeeper_probe_errors",
+        names::PROBE_ERRORS,
         "Failover canary rounds that failed (no rights under the probe path, timeouts, connection trouble); logged once per distinct error.",
         MetricType::Counter,
         |m| each_probe(clusters, |l, p| counter(m, l, p.errors)),

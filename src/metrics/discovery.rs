@@ -5,8 +5,8 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 
 pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
@@ -17,19 +17,19 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     };
     family(
         enc,
-        "zookeeper_discovery_trees",
+        names::DISCOVERY_TREES,
         "Trees added by discovery since start, by kind.",
         MetricType::Gauge,
         |m| {
             for (cluster, d) in discovering() {
                 gauge(
                     m,
-                    &[("cluster", cluster), ("kind", "election")],
+                    &Labels::new("cluster", cluster).with("kind", "election"),
                     d.election_trees as f64,
                 )?;
                 gauge(
                     m,
-                    &[("cluster", cluster), ("kind", "group")],
+                    &Labels::new("cluster", cluster).with("kind", "group"),
                     d.group_trees as f64,
                 )?;
             }
@@ -38,37 +38,41 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_discovery_nodes_walked",
+        names::DISCOVERY_NODES_WALKED,
         "Nodes listed by the last discovery walk.",
         MetricType::Gauge,
         |m| {
             for (cluster, d) in discovering() {
-                gauge(m, &[("cluster", cluster)], d.nodes_walked as f64)?;
+                gauge(m, &Labels::new("cluster", cluster), d.nodes_walked as f64)?;
             }
             Ok(())
         },
     )?;
     family(
         enc,
-        "zookeeper_discovery_truncated",
+        names::DISCOVERY_TRUNCATED,
         "1 if the last discovery walk stopped at max_nodes with nodes left unvisited.",
         MetricType::Gauge,
         |m| {
             for (cluster, d) in discovering() {
-                gauge(m, &[("cluster", cluster)], f64::from(u8::from(d.truncated)))?;
+                gauge(
+                    m,
+                    &Labels::new("cluster", cluster),
+                    f64::from(u8::from(d.truncated)),
+                )?;
             }
             Ok(())
         },
     )?;
     family(
         enc,
-        "zookeeper_discovery_last_run_timestamp_seconds",
+        names::DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS,
         "Unix time the last discovery walk finished; absent before the first.",
         MetricType::Gauge,
         |m| {
             for (cluster, d) in discovering() {
                 if let Some(t) = d.last_run {
-                    gauge(m, &[("cluster", cluster)], unix_seconds(t))?;
+                    gauge(m, &Labels::new("cluster", cluster), unix_seconds(t))?;
                 }
             }
             Ok(())

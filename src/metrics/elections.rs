@@ -6,21 +6,21 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::tree::Tree;
 
 /// Calls `f` with the labels and model of every election of every cluster.
 pub(super) fn each_election(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], &crate::model::election::Election) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &crate::model::election::Election) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         for tree in c.trees.iter().filter_map(Tree::as_elections) {
             for (path, election) in tree.elections() {
                 f(
-                    &[("cluster", c.name.as_str()), ("election", path)],
+                    &Labels::new("cluster", c.name.as_str()).with("election", path),
                     election,
                 )?;
             }
@@ -33,14 +33,14 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     let (clusters, now) = (s.clusters, s.now);
     family(
         enc,
-        "zookeeper_election_candidates",
+        names::ELECTION_CANDIDATES,
         "Candidates (children with a sequence suffix) of the election.",
         MetricType::Gauge,
         |m| each_election(clusters, |l, e| gauge(m, l, e.candidate_count() as f64)),
     )?;
     family(
         enc,
-        "zookeeper_election_has_master",
+        names::ELECTION_HAS_MASTER,
         "1 if the election has a master (at least one candidate), else 0.",
         MetricType::Gauge,
         |m| {
@@ -51,19 +51,15 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_election_master",
+        names::ELECTION_MASTER,
         "The current master of the election: its node and identity; always 1, absent when masterless.",
         MetricType::Gauge,
         |m| {
             each_election(clusters, |l, e| match e.master() {
                 Some(master) => gauge(
                     m,
-                    &[
-                        l[0],
-                        l[1],
-                        ("node", master.node),
-                        ("identity", master.identity),
-                    ],
+                    &l.with("node", master.node)
+                        .with("identity", master.identity),
                     1.0,
                 ),
                 None => Ok(()),
@@ -72,7 +68,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_election_master_sequence",
+        names::ELECTION_MASTER_SEQUENCE,
         "Sequence number of the master's node.",
         MetricType::Gauge,
         |m| {
@@ -84,7 +80,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_election_master_since_timestamp_seconds",
+        names::ELECTION_MASTER_SINCE_TIMESTAMP_SECONDS,
         "Unix time the current master took over (its node's ctime when first seen at agent start).",
         MetricType::Gauge,
         |m| {
@@ -96,14 +92,14 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_election_master_changes",
+        names::ELECTION_MASTER_CHANGES,
         "Master switches (a different node became master) since the agent started watching.",
         MetricType::Counter,
         |m| each_election(clusters, |l, e| counter(m, l, e.changes())),
     )?;
     family(
         enc,
-        "zookeeper_election_masterless_seconds",
+        names::ELECTION_MASTERLESS_SECONDS,
         "Accumulated seconds the election had no candidate; 1 - rate() is its availability.",
         MetricType::Counter,
         |m| {
@@ -114,19 +110,19 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_election_candidate_changes",
+        names::ELECTION_CANDIDATE_CHANGES,
         "Candidates that joined or left the election since the agent started watching.",
         MetricType::Counter,
         |m| {
             each_election(clusters, |l, e| {
-                counter(m, &[l[0], l[1], ("change", "join")], e.joins())?;
-                counter(m, &[l[0], l[1], ("change", "leave")], e.leaves())
+                counter(m, &l.with("change", "join"), e.joins())?;
+                counter(m, &l.with("change", "leave"), e.leaves())
             })
         },
     )?;
     family(
         enc,
-        "zookeeper_election_duplicate_identities",
+        names::ELECTION_DUPLICATE_IDENTITIES,
         "Candidates whose identity another candidate of the same election also has (a zombie session).",
         MetricType::Gauge,
         |m| {

@@ -5,7 +5,8 @@ use std::fmt;
 use std::time::SystemTime;
 
 use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, MetricEncoder, NoLabelSet,
+    DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, LabelSetEncoder, MetricEncoder,
+    NoLabelSet,
 };
 use prometheus_client::metrics::MetricType;
 
@@ -89,4 +90,43 @@ pub(super) fn write_header(out: &mut String, name: &str, help: &str, kind: &str)
     escape(help, out);
     out.push('\n');
     writeln!(out, "# TYPE {name} {kind}")
+}
+
+/// The most labels one series carries (cluster, server, command, reason).
+const MAX_LABELS: usize = 4;
+
+/// A series' labels: the pairs that identify its model (cluster and
+/// election, group, server or tree) plus the few a family adds with
+/// [`Labels::with`]. Kept inline: a scrape builds one per series.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Labels<'a> {
+    pairs: [(&'a str, &'a str); MAX_LABELS],
+    len: usize,
+}
+
+impl<'a> Labels<'a> {
+    pub fn new(key: &'a str, value: &'a str) -> Self {
+        Self {
+            pairs: [(key, value); MAX_LABELS],
+            len: 1,
+        }
+    }
+
+    /// These labels plus one more pair.
+    pub fn with(mut self, key: &'a str, value: &'a str) -> Self {
+        assert!(self.len < MAX_LABELS, "raise MAX_LABELS for `{key}`");
+        self.pairs[self.len] = (key, value);
+        self.len += 1;
+        self
+    }
+
+    pub fn pairs(&self) -> &[(&'a str, &'a str)] {
+        &self.pairs[..self.len]
+    }
+}
+
+impl EncodeLabelSet for Labels<'_> {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
+        self.pairs().encode(encoder)
+    }
 }

@@ -6,8 +6,8 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
 use crate::model::ClusterState;
 use crate::model::ensemble::{Ensemble, ServerHealth};
@@ -15,12 +15,15 @@ use crate::model::ensemble::{Ensemble, ServerHealth};
 /// Calls `f` with the labels and health of every polled server.
 pub(super) fn each_server(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], &ServerHealth) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &ServerHealth) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         if let Some(ensemble) = &c.ensemble {
             for (server, health) in ensemble.servers() {
-                f(&[("cluster", c.name.as_str()), ("server", server)], health)?;
+                f(
+                    &Labels::new("cluster", c.name.as_str()).with("server", server),
+                    health,
+                )?;
             }
         }
     }
@@ -31,14 +34,14 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     let clusters = s.clusters;
     family(
         enc,
-        "zookeeper_up",
+        names::UP,
         "1 if the server answered mntr or srvr (four-letter words) in the last collection.",
         MetricType::Gauge,
         |m| each_server(clusters, |l, h| gauge(m, l, f64::from(u8::from(h.up())))),
     )?;
     family(
         enc,
-        "zookeeper_ruok",
+        names::RUOK,
         "1 if the server answered ruok with imok; absent when ruok is not polled.",
         MetricType::Gauge,
         |m| {
@@ -50,7 +53,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_server_state",
+        names::SERVER_STATE,
         "Role of the server (mntr zk_server_state or srvr Mode): 1 for the current state.",
         MetricType::Gauge,
         |m| {
@@ -58,7 +61,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
                 Some(role) => {
                     for state in Role::ALL {
                         let v = f64::from(u8::from(state == role));
-                        gauge(m, &[l[0], l[1], ("state", state.label())], v)?;
+                        gauge(m, &l.with("state", state.label()), v)?;
                     }
                     Ok(())
                 }
@@ -68,7 +71,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_server_leader",
+        names::SERVER_LEADER,
         "1 if the server is the ensemble leader, else 0.",
         MetricType::Gauge,
         |m| {
@@ -80,30 +83,30 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
-        "zookeeper_server_info",
+        names::SERVER_INFO,
         "ZooKeeper version of the server; always 1.",
         MetricType::Gauge,
         |m| {
             each_server(clusters, |l, h| {
                 h.version()
-                    .map_or(Ok(()), |v| gauge(m, &[l[0], l[1], ("version", v)], 1.0))
+                    .map_or(Ok(()), |v| gauge(m, &l.with("version", v), 1.0))
             })
         },
     )?;
     type SrvrValue = fn(&Srvr) -> Option<u64>;
     let srvr: [(&str, &str, SrvrValue); 3] = [
         (
-            "zookeeper_zxid_epoch",
+            names::ZXID_EPOCH,
             "Epoch of the last processed zxid (its high 32 bits), from srvr; it grows with every leader election.",
             Srvr::zxid_epoch,
         ),
         (
-            "zookeeper_zxid_counter",
+            names::ZXID_COUNTER,
             "Transaction counter of the last processed zxid (its low 32 bits), from srvr; near 2^32 (4294967296) the ensemble forces a leader election.",
             Srvr::zxid_counter,
         ),
         (
-            "zookeeper_node_count",
+            names::NODE_COUNT,
             "Znodes in the server's data tree, from srvr.",
             |s| s.node_count,
         ),
@@ -118,7 +121,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     }
     family(
         enc,
-        "zookeeper_read_only",
+        names::READ_ONLY,
         "1 if the server is in read-only mode (isro answered ro), 0 for rw; absent when it cannot say.",
         MetricType::Gauge,
         |m| {
@@ -131,17 +134,17 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     type ConfValue = fn(&Conf) -> Option<f64>;
     let conf: [(&str, &str, ConfValue); 3] = [
         (
-            "zookeeper_config_tick_time_seconds",
+            names::CONFIG_TICK_TIME_SECONDS,
             "tickTime from conf, in seconds.",
             Conf::tick_time_ms,
         ),
         (
-            "zookeeper_config_min_session_timeout_seconds",
+            names::CONFIG_MIN_SESSION_TIMEOUT_SECONDS,
             "minSessionTimeout from conf, in seconds: the shortest session timeout the server grants.",
             Conf::min_session_timeout_ms,
         ),
         (
-            "zookeeper_config_max_session_timeout_seconds",
+            names::CONFIG_MAX_SESSION_TIMEOUT_SECONDS,
             "maxSessionTimeout from conf, in seconds: the longest session timeout the server grants.",
             Conf::max_session_timeout_ms,
         ),
@@ -156,12 +159,12 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     }
     family(
         enc,
-        "zookeeper_config_info",
+        names::CONFIG_INFO,
         "The server's id (serverId from conf); always 1.",
         MetricType::Gauge,
         |m| {
             each_server(clusters, |l, h| match h.conf().and_then(Conf::server_id) {
-                Some(id) => gauge(m, &[l[0], l[1], ("server_id", id)], 1.0),
+                Some(id) => gauge(m, &l.with("server_id", id), 1.0),
                 None => Ok(()),
             })
         },
@@ -174,17 +177,15 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
     type WchsValue = fn(&Wchs) -> u64;
     let wchs: [(&str, &str, WchsValue); 3] = [
         (
-            "zookeeper_wchs_connections",
+            names::WCHS_CONNECTIONS,
             "Connections holding watches, from wchs.",
             |w| w.connections,
         ),
+        (names::WCHS_PATHS, "Paths being watched, from wchs.", |w| {
+            w.paths
+        }),
         (
-            "zookeeper_wchs_paths",
-            "Paths being watched, from wchs.",
-            |w| w.paths,
-        ),
-        (
-            "zookeeper_wchs_watches",
+            names::WCHS_WATCHES,
             "Watches set on the server, from wchs.",
             |w| w.watches,
         ),
@@ -199,7 +200,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
     }
     family(
         enc,
-        "zookeeper_cons_connections",
+        names::CONS_CONNECTIONS,
         "Client connections listed by cons.",
         MetricType::Gauge,
         |m| {
@@ -210,7 +211,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
     )?;
     family(
         enc,
-        "zookeeper_server_java_info",
+        names::SERVER_JAVA_INFO,
         "Java runtime of the server, from envi; always 1.",
         MetricType::Gauge,
         |m| {
@@ -219,12 +220,8 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
                     let get = |k: &str| env.get(k).map_or("", String::as_str);
                     gauge(
                         m,
-                        &[
-                            l[0],
-                            l[1],
-                            ("java_version", get("java.version")),
-                            ("java_vendor", get("java.vendor")),
-                        ],
+                        &l.with("java_version", get("java.version"))
+                            .with("java_vendor", get("java.vendor")),
                         1.0,
                     )
                 }
@@ -239,22 +236,22 @@ pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) ->
     type Total = fn(&Ensemble) -> Option<f64>;
     let totals: [(&str, &str, Total); 4] = [
         (
-            "zookeeper_ensemble_servers",
+            names::ENSEMBLE_SERVERS,
             "Members polled: configured servers plus members published in /zookeeper/config.",
             |e| Some(e.len() as f64),
         ),
         (
-            "zookeeper_ensemble_servers_up",
+            names::ENSEMBLE_SERVERS_UP,
             "Members that answered mntr or srvr.",
             |e| Some(e.up_count() as f64),
         ),
         (
-            "zookeeper_ensemble_leaders",
+            names::ENSEMBLE_LEADERS,
             "Members reporting themselves leader; a quorum ensemble must have exactly 1.",
             |e| Some(e.leaders() as f64),
         ),
         (
-            "zookeeper_ensemble_zxid_spread",
+            names::ENSEMBLE_ZXID_SPREAD,
             "Largest minus smallest zxid counter among members in the newest epoch: how many transactions the slowest member lags.",
             |e| e.zxid_spread().map(|s| s as f64),
         ),
@@ -263,7 +260,7 @@ pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) ->
         family(enc, name, help, MetricType::Gauge, |m| {
             for c in clusters {
                 if let Some(v) = c.ensemble.as_ref().and_then(value) {
-                    gauge(m, &[("cluster", c.name.as_str())], v)?;
+                    gauge(m, &Labels::new("cluster", c.name.as_str()), v)?;
                 }
             }
             Ok(())

@@ -5,20 +5,24 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 
 pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     family(
         enc,
-        "zookeeper_exporter_series_dropped",
+        names::EXPORTER_SERIES_DROPPED,
         "Elections or groups neither tracked nor exported because max_elections / max_groups was reached (counted at each listing and creation).",
         MetricType::Counter,
         |m| {
             for c in s.clusters {
                 for kind in ["election", "group"] {
                     let n = c.dropped.get(kind).copied().unwrap_or(0);
-                    counter(m, &[("cluster", c.name.as_str()), ("kind", kind)], n)?;
+                    counter(
+                        m,
+                        &Labels::new("cluster", c.name.as_str()).with("kind", kind),
+                        n,
+                    )?;
                 }
             }
             Ok(())
@@ -29,13 +33,13 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
 pub(super) fn encode_build_info(enc: &mut DescriptorEncoder, _: &Scrape) -> fmt::Result {
     family(
         enc,
-        "zookeeper_exporter_build_info",
+        names::EXPORTER_BUILD_INFO,
         "Version and git revision of zk-election-exporter; always 1.",
         MetricType::Gauge,
         |m| {
             gauge(
                 m,
-                &[("version", crate::VERSION), ("revision", crate::REVISION)],
+                &Labels::new("version", crate::VERSION).with("revision", crate::REVISION),
                 1.0,
             )
         },

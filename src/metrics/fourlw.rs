@@ -5,16 +5,16 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
 use super::ensemble::each_server;
+use super::{Scrape, names};
 use crate::fourlw::Failure;
 
 pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     family(
         enc,
-        "zookeeper_fourlw_up",
+        names::FOURLW_UP,
         "1 if the command got a usable reply in the last collection.",
         MetricType::Gauge,
         |m| {
@@ -22,7 +22,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
                 for (command, e) in &h.last {
                     gauge(
                         m,
-                        &[l[0], l[1], ("command", command.name())],
+                        &l.with("command", command.name()),
                         f64::from(u8::from(e.result.is_ok())),
                     )?;
                 }
@@ -32,7 +32,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
     )?;
     family(
         enc,
-        "zookeeper_fourlw_duration_seconds",
+        names::FOURLW_DURATION_SECONDS,
         "Duration of the command's last exchange (connect, write, read), bounded by the timeout.",
         MetricType::Gauge,
         |m| {
@@ -40,7 +40,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
                 for (command, e) in &h.last {
                     gauge(
                         m,
-                        &[l[0], l[1], ("command", command.name())],
+                        &l.with("command", command.name()),
                         e.duration.as_secs_f64(),
                     )?;
                 }
@@ -50,7 +50,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
     )?;
     family(
         enc,
-        "zookeeper_fourlw_errors",
+        names::FOURLW_ERRORS,
         "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse.",
         MetricType::Counter,
         |m| {
@@ -60,12 +60,8 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
                         let n = h.errors.get(&(*command, reason)).copied().unwrap_or(0);
                         counter(
                             m,
-                            &[
-                                l[0],
-                                l[1],
-                                ("command", command.name()),
-                                ("reason", reason.label()),
-                            ],
+                            &l.with("command", command.name())
+                                .with("reason", reason.label()),
                             n,
                         )?;
                     }
@@ -76,7 +72,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
     )?;
     family(
         enc,
-        "zookeeper_fourlw_skipped_lines",
+        names::FOURLW_SKIPPED_LINES,
         "Lines of mntr replies skipped because their key or value cannot be exported (labels, odd characters).",
         MetricType::Counter,
         |m| each_server(clusters, |l, h| counter(m, l, h.skipped_lines)),

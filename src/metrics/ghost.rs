@@ -5,8 +5,8 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::liveness::{Liveness, SessionTracker};
 use crate::model::tree::Tree;
@@ -16,7 +16,7 @@ use std::time::SystemTime;
 /// diagnostics track.
 pub(super) fn each_tracked_master(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], Liveness, &SessionTracker, i64) -> fmt::Result,
+    mut f: impl FnMut(&Labels, Liveness, &SessionTracker, i64) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
@@ -33,7 +33,7 @@ pub(super) fn each_tracked_master(
                     .filter(|l| !matches!(l, Liveness::Unknown(_)))
                 {
                     f(
-                        &[("cluster", c.name.as_str()), ("election", path)],
+                        &Labels::new("cluster", c.name.as_str()).with("election", path),
                         liveness,
                         tracker,
                         master.owner,
@@ -51,7 +51,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     let wall = SystemTime::now();
     family(
         enc,
-        "zookeeper_election_master_session_connected",
+        names::ELECTION_MASTER_SESSION_CONNECTED,
         "1 if the master's session holds a connection and talks; 0 for a ghost master (a complete cons round found no connection, or two rounds over 2/3 of its timeout apart saw no packet) whose node lives until the session expires; absent while unknown.",
         MetricType::Gauge,
         |m| {
@@ -62,7 +62,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
-        "zookeeper_election_master_disconnected_seconds",
+        names::ELECTION_MASTER_DISCONNECTED_SECONDS,
         "How long the master's session has been disconnected or silent so far; only for ghost masters.",
         MetricType::Gauge,
         |m| {
@@ -74,7 +74,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
-        "zookeeper_election_master_expires_in_seconds",
+        names::ELECTION_MASTER_EXPIRES_IN_SECONDS,
         "Seconds until ZooKeeper expires a ghost master's session (from dump on the leader; only for ghost masters, absent where dump is not allowed or prints local times).",
         MetricType::Gauge,
         |m| {
@@ -91,7 +91,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
-        "zookeeper_election_parent_watchers",
+        names::ELECTION_PARENT_WATCHERS,
         "Sessions (other than the agent) watching the election node itself, from wchp: when it equals the candidates, every candidate watches the parent instead of its predecessor and each change wakes them all (herd effect).",
         MetricType::Gauge,
         |m| {
@@ -100,10 +100,8 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
                     for (election, n) in watchers {
                         gauge(
                             m,
-                            &[
-                                ("cluster", c.name.as_str()),
-                                ("election", election.as_str()),
-                            ],
+                            &Labels::new("cluster", c.name.as_str())
+                                .with("election", election.as_str()),
                             *n as f64,
                         )?;
                     }
@@ -114,7 +112,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
-        "zookeeper_tree_disconnected_ephemerals",
+        names::TREE_DISCONNECTED_EPHEMERALS,
         "Ephemeral candidates or members of the tree whose owner session is disconnected or silent.",
         MetricType::Gauge,
         |m| {
@@ -130,10 +128,8 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
                         .count();
                     gauge(
                         m,
-                        &[
-                            ("cluster", c.name.as_str()),
-                            ("tree", tree.pattern().as_str()),
-                        ],
+                        &Labels::new("cluster", c.name.as_str())
+                            .with("tree", tree.pattern().as_str()),
                         n as f64,
                     )?;
                 }

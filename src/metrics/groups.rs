@@ -5,8 +5,8 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::groups::{Group, GroupSpec};
 use crate::model::tree::Tree;
@@ -14,13 +14,13 @@ use crate::model::tree::Tree;
 /// Calls `f` with the labels, spec and model of every group.
 pub(super) fn each_group(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], &GroupSpec, &Group) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &GroupSpec, &Group) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         for tree in c.trees.iter().filter_map(Tree::as_groups) {
             for (path, group) in tree.groups() {
                 f(
-                    &[("cluster", c.name.as_str()), ("group", path)],
+                    &Labels::new("cluster", c.name.as_str()).with("group", path),
                     tree.spec(),
                     group,
                 )?;
@@ -34,26 +34,26 @@ pub(super) fn encode_groups(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
     let clusters = s.clusters;
     family(
         enc,
-        "zookeeper_group_members",
+        names::GROUP_MEMBERS,
         "Live members (ephemeral children) of the group.",
         MetricType::Gauge,
         |m| each_group(clusters, |l, _, g| gauge(m, l, g.len() as f64)),
     )?;
     family(
         enc,
-        "zookeeper_group_member_changes",
+        names::GROUP_MEMBER_CHANGES,
         "Members that joined or left the group since the agent started watching (a restart under the same name is both).",
         MetricType::Counter,
         |m| {
             each_group(clusters, |l, _, g| {
-                counter(m, &[l[0], l[1], ("change", "join")], g.joins())?;
-                counter(m, &[l[0], l[1], ("change", "leave")], g.leaves())
+                counter(m, &l.with("change", "join"), g.joins())?;
+                counter(m, &l.with("change", "leave"), g.leaves())
             })
         },
     )?;
     family(
         enc,
-        "zookeeper_group_min_members",
+        names::GROUP_MIN_MEMBERS,
         "Configured minimum of live members for the group (only where configured).",
         MetricType::Gauge,
         |m| {
@@ -65,14 +65,14 @@ pub(super) fn encode_groups(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
     )?;
     family(
         enc,
-        "zookeeper_group_member",
+        names::GROUP_MEMBER,
         "One live member of the group; always 1 (only with export_members = true).",
         MetricType::Gauge,
         |m| {
             each_group(clusters, |l, spec, g| {
                 if spec.export_members {
                     for member in g.member_names() {
-                        gauge(m, &[l[0], l[1], ("member", member)], 1.0)?;
+                        gauge(m, &l.with("member", member), 1.0)?;
                     }
                 }
                 Ok(())

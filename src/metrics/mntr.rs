@@ -11,12 +11,13 @@
 //!   A prefix seen alone (`zk_max_file_descriptor_count`) stays a plain key.
 //! - ZooKeeper's summary sets (`zk_avg_1_learner_handler_qp_size`,
 //!   `zk_avg_zookeeper_write_per_namespace`) get their key as a `key` label.
-//! - A name that would collide with one of the exporter's own metrics is
+//! - A name in one of the exporter's own name spaces ([`names::owned`]) is
 //!   prefixed `zookeeper_mntr_`; any remaining duplicate is dropped and
 //!   counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::names;
 use crate::fourlw::parse::Mntr;
 
 /// Keys ZooKeeper increments (`Counter` in ServerMetrics, and ServerStats'
@@ -82,27 +83,6 @@ const ID_SETS: &[&str] = &[
 /// Summary sets whose key is a top-level namespace.
 const NAMESPACE_SETS: &[&str] = &["write_per_namespace", "read_per_namespace"];
 
-/// Name prefixes the exporter defines itself.
-const RESERVED: &[&str] = &[
-    "zookeeper_up",
-    "zookeeper_ruok",
-    "zookeeper_server_",
-    "zookeeper_zxid_",
-    "zookeeper_node_count",
-    "zookeeper_read_only",
-    "zookeeper_config_",
-    "zookeeper_fourlw_",
-    "zookeeper_ensemble_",
-    "zookeeper_election_",
-    "zookeeper_tree_",
-    "zookeeper_session_",
-    "zookeeper_exporter_",
-    "zookeeper_group_",
-    "zookeeper_discovery_",
-    "zookeeper_probe_",
-    "zookeeper_wchs_",
-];
-
 const PARTS: &[&str] = &[
     "avg", "min", "max", "cnt", "sum", "p50", "p95", "p99", "p999",
 ];
@@ -148,7 +128,7 @@ pub struct Mapped {
 
 fn metric_name(base: &str) -> String {
     let name = format!("zookeeper_{base}");
-    if RESERVED.iter().any(|r| name.starts_with(r)) {
+    if names::owned(&name) {
         format!("zookeeper_mntr_{base}")
     } else {
         name

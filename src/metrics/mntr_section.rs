@@ -10,7 +10,7 @@ use super::names;
 use crate::model::ClusterState;
 
 /// `cluster` and `server` labels of one polled server.
-type ServerLabels<'a> = [(&'a str, &'a str); 2];
+type ServerLabels<'a> = Labels<'a>;
 
 /// One mntr family across all servers: kind, HELP, and series (with the
 /// summary-set `key` label where there is one).
@@ -35,7 +35,7 @@ pub(super) fn encode_mntr_section(
         .filter_map(|c| c.ensemble.as_ref().map(|e| (c, e)))
         .flat_map(|(c, e)| {
             e.servers().filter_map(move |(server, h)| {
-                let labels = [("cluster", c.name.as_str()), ("server", server)];
+                let labels = Labels::new("cluster", c.name.as_str()).with("server", server);
                 h.mntr().map(|m| (labels, map_mntr(m)))
             })
         })
@@ -81,8 +81,8 @@ fn encode_samples(
         for (l, key, value) in &f.series {
             out.push_str(&sample_name);
             match key {
-                Some(k) => write_labels(out, &[l[0], l[1], ("key", k)]),
-                None => write_labels(out, l),
+                Some(k) => write_labels(out, l.with("key", k).pairs()),
+                None => write_labels(out, l.pairs()),
             }
             writeln!(out, " {value}")?;
         }
@@ -109,25 +109,24 @@ fn encode_summaries(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt:
     for (name, (help, series)) in families {
         write_header(out, name, &help, "summary")?;
         for (l, s) in series {
-            let mut labels: Vec<(&str, &str)> = l.to_vec();
-            if let Some(k) = &s.set_key {
-                labels.push(("key", k));
-            }
+            let labels = match &s.set_key {
+                Some(k) => l.with("key", k),
+                None => l,
+            };
             for (q, v) in &s.quantiles {
                 let q = q.to_string();
-                let mut with_q = labels.clone();
-                with_q.push(("quantile", &q));
+                let with_q = labels.with("quantile", &q);
                 out.push_str(name);
-                write_labels(out, &with_q);
+                write_labels(out, with_q.pairs());
                 writeln!(out, " {v}")?;
             }
             out.push_str(name);
             out.push_str("_sum");
-            write_labels(out, &labels);
+            write_labels(out, labels.pairs());
             writeln!(out, " {}", s.sum)?;
             out.push_str(name);
             out.push_str("_count");
-            write_labels(out, &labels);
+            write_labels(out, labels.pairs());
             writeln!(out, " {}", s.count)?;
         }
     }
@@ -146,7 +145,7 @@ fn encode_dropped(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt::R
     )?;
     for (labels, m) in mapped {
         out.push_str(names::FOURLW_MNTR_DROPPED_KEYS);
-        write_labels(out, labels);
+        write_labels(out, labels.pairs());
         writeln!(out, " {}", m.dropped)?;
     }
     Ok(())

@@ -1,1 +1,234 @@
+//! Every metric family the exporter defines, in one place: encoders name
+//! families only through these constants, and the `mntr` typing asks
+//! [`owned`] before it names a family after a ZooKeeper key.
+//!
+//! Counters are registered without `_total` (the encoder adds it).
+
+// canary.rs
+pub const PROBE_FAILOVER_SECONDS: &str = "zookeeper_probe_failover_seconds";
+pub const PROBE_EPHEMERAL_EXPIRY_SECONDS: &str = "zookeeper_probe_ephemeral_expiry_seconds";
+pub const PROBE_ERRORS: &str = "zookeeper_probe_errors";
+
+// discovery.rs
+pub const DISCOVERY_TREES: &str = "zookeeper_discovery_trees";
+pub const DISCOVERY_NODES_WALKED: &str = "zookeeper_discovery_nodes_walked";
+pub const DISCOVERY_TRUNCATED: &str = "zookeeper_discovery_truncated";
+pub const DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS: &str =
+    "zookeeper_discovery_last_run_timestamp_seconds";
+
+// elections.rs
+pub const ELECTION_CANDIDATES: &str = "zookeeper_election_candidates";
+pub const ELECTION_HAS_MASTER: &str = "zookeeper_election_has_master";
+pub const ELECTION_MASTER: &str = "zookeeper_election_master";
+pub const ELECTION_MASTER_SEQUENCE: &str = "zookeeper_election_master_sequence";
+pub const ELECTION_MASTER_SINCE_TIMESTAMP_SECONDS: &str =
+    "zookeeper_election_master_since_timestamp_seconds";
+pub const ELECTION_MASTER_CHANGES: &str = "zookeeper_election_master_changes";
+pub const ELECTION_MASTERLESS_SECONDS: &str = "zookeeper_election_masterless_seconds";
+pub const ELECTION_CANDIDATE_CHANGES: &str = "zookeeper_election_candidate_changes";
+pub const ELECTION_DUPLICATE_IDENTITIES: &str = "zookeeper_election_duplicate_identities";
+
+// ensemble.rs
+pub const UP: &str = "zookeeper_up";
+pub const RUOK: &str = "zookeeper_ruok";
+pub const SERVER_STATE: &str = "zookeeper_server_state";
+pub const SERVER_LEADER: &str = "zookeeper_server_leader";
+pub const SERVER_INFO: &str = "zookeeper_server_info";
+pub const ZXID_EPOCH: &str = "zookeeper_zxid_epoch";
+pub const ZXID_COUNTER: &str = "zookeeper_zxid_counter";
+pub const NODE_COUNT: &str = "zookeeper_node_count";
+pub const READ_ONLY: &str = "zookeeper_read_only";
+pub const CONFIG_TICK_TIME_SECONDS: &str = "zookeeper_config_tick_time_seconds";
+pub const CONFIG_MIN_SESSION_TIMEOUT_SECONDS: &str = "zookeeper_config_min_session_timeout_seconds";
+pub const CONFIG_MAX_SESSION_TIMEOUT_SECONDS: &str = "zookeeper_config_max_session_timeout_seconds";
+pub const CONFIG_INFO: &str = "zookeeper_config_info";
+pub const WCHS_CONNECTIONS: &str = "zookeeper_wchs_connections";
+pub const WCHS_PATHS: &str = "zookeeper_wchs_paths";
+pub const WCHS_WATCHES: &str = "zookeeper_wchs_watches";
+pub const CONS_CONNECTIONS: &str = "zookeeper_cons_connections";
+pub const SERVER_JAVA_INFO: &str = "zookeeper_server_java_info";
+pub const ENSEMBLE_SERVERS: &str = "zookeeper_ensemble_servers";
+pub const ENSEMBLE_SERVERS_UP: &str = "zookeeper_ensemble_servers_up";
+pub const ENSEMBLE_LEADERS: &str = "zookeeper_ensemble_leaders";
+pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
+
+// exporter.rs
+pub const EXPORTER_SERIES_DROPPED: &str = "zookeeper_exporter_series_dropped";
+pub const EXPORTER_BUILD_INFO: &str = "zookeeper_exporter_build_info";
+
+// fourlw.rs
+pub const FOURLW_UP: &str = "zookeeper_fourlw_up";
+pub const FOURLW_DURATION_SECONDS: &str = "zookeeper_fourlw_duration_seconds";
+pub const FOURLW_ERRORS: &str = "zookeeper_fourlw_errors";
+pub const FOURLW_SKIPPED_LINES: &str = "zookeeper_fourlw_skipped_lines";
+
+// ghost.rs
+pub const ELECTION_MASTER_SESSION_CONNECTED: &str = "zookeeper_election_master_session_connected";
+pub const ELECTION_MASTER_DISCONNECTED_SECONDS: &str =
+    "zookeeper_election_master_disconnected_seconds";
+pub const ELECTION_MASTER_EXPIRES_IN_SECONDS: &str = "zookeeper_election_master_expires_in_seconds";
+pub const ELECTION_PARENT_WATCHERS: &str = "zookeeper_election_parent_watchers";
+pub const TREE_DISCONNECTED_EPHEMERALS: &str = "zookeeper_tree_disconnected_ephemerals";
+
+// groups.rs
+pub const GROUP_MEMBERS: &str = "zookeeper_group_members";
+pub const GROUP_MEMBER_CHANGES: &str = "zookeeper_group_member_changes";
+pub const GROUP_MIN_MEMBERS: &str = "zookeeper_group_min_members";
+pub const GROUP_MEMBER: &str = "zookeeper_group_member";
+
+// session.rs
+pub const SESSION_STATE: &str = "zookeeper_session_state";
+pub const SESSION_RECONNECTS: &str = "zookeeper_session_reconnects";
+pub const SESSION_EXPIRATIONS: &str = "zookeeper_session_expirations";
+pub const SESSION_CONNECT_FAILURES: &str = "zookeeper_session_connect_failures";
+pub const SESSION_TIMEOUT_SECONDS: &str = "zookeeper_session_timeout_seconds";
+pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_duration_seconds";
+
+// trees.rs
+pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
+pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";
+pub const TREE_GROUPS: &str = "zookeeper_tree_groups";
+pub const TREE_NODES: &str = "zookeeper_tree_nodes";
+pub const TREE_EPHEMERAL_NODES: &str = "zookeeper_tree_ephemeral_nodes";
+pub const TREE_IGNORED_NODES: &str = "zookeeper_tree_ignored_nodes";
+pub const TREE_SYNC_FAILURES: &str = "zookeeper_tree_sync_failures";
+pub const TREE_MASTERLESS_DURATION_SECONDS: &str = "zookeeper_tree_masterless_duration_seconds";
+
+// mntr_section.rs
 pub const FOURLW_MNTR_DROPPED_KEYS: &str = "zookeeper_fourlw_mntr_dropped_keys";
+
+/// Every family above.
+pub const ALL: &[&str] = &[
+    PROBE_FAILOVER_SECONDS,
+    PROBE_EPHEMERAL_EXPIRY_SECONDS,
+    PROBE_ERRORS,
+    DISCOVERY_TREES,
+    DISCOVERY_NODES_WALKED,
+    DISCOVERY_TRUNCATED,
+    DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS,
+    ELECTION_CANDIDATES,
+    ELECTION_HAS_MASTER,
+    ELECTION_MASTER,
+    ELECTION_MASTER_SEQUENCE,
+    ELECTION_MASTER_SINCE_TIMESTAMP_SECONDS,
+    ELECTION_MASTER_CHANGES,
+    ELECTION_MASTERLESS_SECONDS,
+    ELECTION_CANDIDATE_CHANGES,
+    ELECTION_DUPLICATE_IDENTITIES,
+    UP,
+    RUOK,
+    SERVER_STATE,
+    SERVER_LEADER,
+    SERVER_INFO,
+    ZXID_EPOCH,
+    ZXID_COUNTER,
+    NODE_COUNT,
+    READ_ONLY,
+    CONFIG_TICK_TIME_SECONDS,
+    CONFIG_MIN_SESSION_TIMEOUT_SECONDS,
+    CONFIG_MAX_SESSION_TIMEOUT_SECONDS,
+    CONFIG_INFO,
+    WCHS_CONNECTIONS,
+    WCHS_PATHS,
+    WCHS_WATCHES,
+    CONS_CONNECTIONS,
+    SERVER_JAVA_INFO,
+    ENSEMBLE_SERVERS,
+    ENSEMBLE_SERVERS_UP,
+    ENSEMBLE_LEADERS,
+    ENSEMBLE_ZXID_SPREAD,
+    EXPORTER_SERIES_DROPPED,
+    EXPORTER_BUILD_INFO,
+    FOURLW_UP,
+    FOURLW_DURATION_SECONDS,
+    FOURLW_ERRORS,
+    FOURLW_SKIPPED_LINES,
+    ELECTION_MASTER_SESSION_CONNECTED,
+    ELECTION_MASTER_DISCONNECTED_SECONDS,
+    ELECTION_MASTER_EXPIRES_IN_SECONDS,
+    ELECTION_PARENT_WATCHERS,
+    TREE_DISCONNECTED_EPHEMERALS,
+    GROUP_MEMBERS,
+    GROUP_MEMBER_CHANGES,
+    GROUP_MIN_MEMBERS,
+    GROUP_MEMBER,
+    SESSION_STATE,
+    SESSION_RECONNECTS,
+    SESSION_EXPIRATIONS,
+    SESSION_CONNECT_FAILURES,
+    SESSION_TIMEOUT_SECONDS,
+    SESSION_REQUEST_DURATION_SECONDS,
+    TREE_SYNCED,
+    TREE_ELECTIONS,
+    TREE_GROUPS,
+    TREE_NODES,
+    TREE_EPHEMERAL_NODES,
+    TREE_IGNORED_NODES,
+    TREE_SYNC_FAILURES,
+    TREE_MASTERLESS_DURATION_SECONDS,
+    FOURLW_MNTR_DROPPED_KEYS,
+];
+
+/// Name spaces the exporter keeps for itself: a `mntr` key that would land
+/// in one is exported as `zookeeper_mntr_…` instead, so a ZooKeeper version
+/// adding a key can never collide with a family of ours, present or future.
+/// (`zookeeper_up` also covers `zookeeper_uptime`: kept as it was.)
+const NAMESPACES: &[&str] = &[
+    "zookeeper_up",
+    "zookeeper_ruok",
+    "zookeeper_server_",
+    "zookeeper_zxid_",
+    "zookeeper_node_count",
+    "zookeeper_read_only",
+    "zookeeper_config_",
+    "zookeeper_cons_",
+    "zookeeper_fourlw_",
+    "zookeeper_ensemble_",
+    "zookeeper_election_",
+    "zookeeper_tree_",
+    "zookeeper_session_",
+    "zookeeper_exporter_",
+    "zookeeper_group_",
+    "zookeeper_discovery_",
+    "zookeeper_probe_",
+    "zookeeper_wchs_",
+];
+
+/// Whether `name` is, or may become, one of the exporter's own families.
+pub fn owned(name: &str) -> bool {
+    NAMESPACES.iter().any(|space| name.starts_with(space))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_lies_in_an_owned_name_space() {
+        for name in ALL {
+            assert!(
+                owned(name),
+                "{name} is not in NAMESPACES: mntr keys could collide with it"
+            );
+        }
+    }
+
+    #[test]
+    fn every_family_is_documented() {
+        let docs = include_str!("../../docs/metrics.md");
+        for name in ALL {
+            assert!(
+                docs.contains(&format!("`{name}")),
+                "{name} is missing from docs/metrics.md"
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in ALL {
+            assert!(seen.insert(name), "{name} twice");
+        }
+    }
+}

@@ -5,8 +5,8 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::session::SessionState;
 
@@ -14,14 +14,18 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     let clusters = s.clusters;
     family(
         enc,
-        "zookeeper_session_state",
+        names::SESSION_STATE,
         "State of the agent's ZooKeeper session: 1 for the current state.",
         MetricType::Gauge,
         |m| {
             for c in clusters {
                 for s in SessionState::ALL {
                     let v = f64::from(u8::from(c.session.state == s));
-                    gauge(m, &[("cluster", c.name.as_str()), ("state", s.label())], v)?;
+                    gauge(
+                        m,
+                        &Labels::new("cluster", c.name.as_str()).with("state", s.label()),
+                        v,
+                    )?;
                 }
             }
             Ok(())
@@ -30,17 +34,17 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     type Count = fn(&ClusterState) -> u64;
     let counters: [(&str, &str, Count); 3] = [
         (
-            "zookeeper_session_reconnects",
+            names::SESSION_RECONNECTS,
             "Times the agent's session reconnected after a disconnect.",
             |c| c.session.reconnects,
         ),
         (
-            "zookeeper_session_expirations",
+            names::SESSION_EXPIRATIONS,
             "Times the agent's session expired (a new one is then built).",
             |c| c.session.expirations,
         ),
         (
-            "zookeeper_session_connect_failures",
+            names::SESSION_CONNECT_FAILURES,
             "Failed attempts to establish a session (servers unreachable, auth failed).",
             |c| c.session.connect_failures,
         ),
@@ -48,20 +52,20 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     for (name, help, value) in counters {
         family(enc, name, help, MetricType::Counter, |m| {
             for c in clusters {
-                counter(m, &[("cluster", c.name.as_str())], value(c))?;
+                counter(m, &Labels::new("cluster", c.name.as_str()), value(c))?;
             }
             Ok(())
         })?;
     }
     family(
         enc,
-        "zookeeper_session_timeout_seconds",
+        names::SESSION_TIMEOUT_SECONDS,
         "Session timeout negotiated with the server.",
         MetricType::Gauge,
         |m| {
             for c in clusters {
                 if let Some(t) = c.session.timeout {
-                    gauge(m, &[("cluster", c.name.as_str())], t.as_secs_f64())?;
+                    gauge(m, &Labels::new("cluster", c.name.as_str()), t.as_secs_f64())?;
                 }
             }
             Ok(())
@@ -69,13 +73,17 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
-        "zookeeper_session_request_duration_seconds",
+        names::SESSION_REQUEST_DURATION_SECONDS,
         "Round trips of the agent's own requests: op=read is a periodic probe, op=multi_read the batched tree reads.",
         MetricType::Histogram,
         |m| {
             for c in clusters {
                 for (op, h) in c.session.latency() {
-                    histogram(m, &[("cluster", c.name.as_str()), ("op", op)], h)?;
+                    histogram(
+                        m,
+                        &Labels::new("cluster", c.name.as_str()).with("op", op),
+                        h,
+                    )?;
                 }
             }
             Ok(())

@@ -5,23 +5,20 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::Scrape;
 use super::encode::*;
+use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::tree::Tree;
 
 /// Calls `f` with the labels and model of every tree of every cluster.
 pub(super) fn each_tree(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&[(&str, &str); 2], &Tree) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &Tree) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         for tree in &c.trees {
             f(
-                &[
-                    ("cluster", c.name.as_str()),
-                    ("tree", tree.pattern().as_str()),
-                ],
+                &Labels::new("cluster", c.name.as_str()).with("tree", tree.pattern().as_str()),
                 tree,
             )?;
         }
@@ -34,32 +31,32 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
     type Count = fn(&Tree) -> Option<f64>;
     let gauges: [(&str, &str, Count); 6] = [
         (
-            "zookeeper_tree_synced",
+            names::TREE_SYNCED,
             "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
             |t| Some(f64::from(u8::from(t.synced()))),
         ),
         (
-            "zookeeper_tree_elections",
+            names::TREE_ELECTIONS,
             "Elections (nodes matching the glob) in an election tree.",
             |t| t.as_elections().map(|e| e.parent_count() as f64),
         ),
         (
-            "zookeeper_tree_groups",
+            names::TREE_GROUPS,
             "Groups (nodes matching the glob) in a group tree.",
             |t| t.as_groups().map(|g| g.parent_count() as f64),
         ),
         (
-            "zookeeper_tree_nodes",
+            names::TREE_NODES,
             "Matching nodes plus all their children in the tree.",
             |t| Some(t.node_count() as f64),
         ),
         (
-            "zookeeper_tree_ephemeral_nodes",
+            names::TREE_EPHEMERAL_NODES,
             "Ephemeral children of the tree's elections or groups.",
             |t| Some(t.ephemeral_count() as f64),
         ),
         (
-            "zookeeper_tree_ignored_nodes",
+            names::TREE_IGNORED_NODES,
             "Children that are neither candidates (no sequence suffix) nor members (persistent).",
             |t| Some(t.ignored_count() as f64),
         ),
@@ -71,14 +68,14 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
     }
     family(
         enc,
-        "zookeeper_tree_sync_failures",
+        names::TREE_SYNC_FAILURES,
         "Failed attempts to watch and list the tree (no rights, connection loss).",
         MetricType::Counter,
         |m| each_tree(clusters, |l, t| counter(m, l, t.sync_failures())),
     )?;
     family(
         enc,
-        "zookeeper_tree_masterless_duration_seconds",
+        names::TREE_MASTERLESS_DURATION_SECONDS,
         "Durations of ended masterless periods of the tree's elections.",
         MetricType::Histogram,
         |m| {
