@@ -116,11 +116,20 @@ pub enum Reply {
 
 /// Turns raw reply text into a [`Reply`] or the reason it is none.
 pub fn interpret(command: Command, raw: &str) -> Result<Reply, Failure> {
+    interpret_detailed(command, raw).map_err(|(failure, _)| failure)
+}
+
+/// [`interpret`], keeping what the parser said when it could not read the
+/// reply (for a log line; the `reason` label stays `parse`).
+pub fn interpret_detailed(
+    command: Command,
+    raw: &str,
+) -> Result<Reply, (Failure, Option<ParseError>)> {
     match parse::refusal(raw) {
-        Some(Refusal::NotAllowed) => return Err(Failure::NotAllowed),
+        Some(Refusal::NotAllowed) => return Err((Failure::NotAllowed, None)),
         // `ruok` still says imok and `isro` says null on a member without
         // quorum; only a literal refusal is "not serving".
-        Some(Refusal::NotServing) => return Err(Failure::NotServing),
+        Some(Refusal::NotServing) => return Err((Failure::NotServing, None)),
         None => {}
     }
     let parsed: Result<Reply, ParseError> = match command {
@@ -135,5 +144,5 @@ pub fn interpret(command: Command, raw: &str) -> Result<Reply, Failure> {
         Command::Dump => parse::parse_dump(raw).map(Reply::Dump),
         Command::Wchp => parse::parse_wchp(raw).map(Reply::Wchp),
     };
-    parsed.map_err(|_| Failure::Parse)
+    parsed.map_err(|e| (Failure::Parse, Some(e)))
 }

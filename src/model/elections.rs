@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use super::candidate::{IdentityMode, parse_sequence};
+use super::child::ChildNode;
+use super::content::{ContentKind, TreeContent};
 use super::election::{Candidate, Election, Now};
 use super::histogram::{Histogram, PERIOD_BUCKETS};
-use super::tree::ChildNode;
 
 /// Children of one election that carry no sequence suffix; not candidates,
 /// but counted so a misconfigured glob is visible.
@@ -85,16 +86,32 @@ impl ElectionTree {
         }
     }
 
+    /// Elections by path, in path order.
+    pub fn elections(&self) -> impl Iterator<Item = (&str, &Election)> {
+        self.elections
+            .iter()
+            .map(|(p, e)| (p.as_str(), &e.election))
+    }
+
+    pub fn election(&self, path: &str) -> Option<&Election> {
+        self.elections.get(path).map(|e| &e.election)
+    }
+
+    pub fn masterless_histogram(&self) -> &Histogram {
+        &self.masterless
+    }
+}
+
+impl TreeContent for ElectionTree {
+    fn kind(&self) -> ContentKind {
+        ContentKind::Election
+    }
+
     /// Applies a full listing: every election that exists with its children.
     ///
     /// The first listing (`resync` false) only loads state. Later ones
     /// (after a reconnect) count what changed during the outage, exactly once.
-    pub fn apply_listing(
-        &mut self,
-        listing: Vec<(String, Vec<ChildNode>)>,
-        now: Now,
-        resync: bool,
-    ) {
+    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool) {
         let mut seen = BTreeSet::new();
         for (path, children) in listing {
             let (candidates, others) = self.split(children);
@@ -121,9 +138,8 @@ impl ElectionTree {
         }
         self.elections.retain(|path, _| seen.contains(path));
     }
-
     /// A node matching the glob was created (or found). No-op if known.
-    pub fn parent_created(&mut self, path: &str, now: Now) {
+    fn parent_created(&mut self, path: &str, now: Now) {
         if !self.elections.contains_key(path) {
             self.elections.insert(
                 path.to_owned(),
@@ -134,15 +150,13 @@ impl ElectionTree {
             );
         }
     }
-
     /// An election node was deleted; its state and any running masterless
     /// period are dropped with it.
-    pub fn parent_deleted(&mut self, path: &str) {
+    fn parent_deleted(&mut self, path: &str) {
         self.elections.remove(path);
     }
-
     /// A child of an election was created or its data changed.
-    pub fn child_upserted(&mut self, election: &str, child: ChildNode, now: Now) {
+    fn child_upserted(&mut self, election: &str, child: ChildNode, now: Now) {
         if !self.elections.contains_key(election) {
             self.parent_created(election, now);
         }
@@ -163,9 +177,8 @@ impl ElectionTree {
             }
         }
     }
-
     /// A child of an election was deleted.
-    pub fn child_deleted(&mut self, election: &str, name: &str, now: Now) {
+    fn child_deleted(&mut self, election: &str, name: &str, now: Now) {
         let Some(entry) = self.elections.get_mut(election) else {
             return;
         };
@@ -177,29 +190,8 @@ impl ElectionTree {
             None => entry.others.remove(name),
         }
     }
-
-    /// Elections by path, in path order.
-    pub fn elections(&self) -> impl Iterator<Item = (&str, &Election)> {
-        self.elections
-            .iter()
-            .map(|(p, e)| (p.as_str(), &e.election))
-    }
-
-    pub fn has_parent(&self, path: &str) -> bool {
-        self.elections.contains_key(path)
-    }
-
-    /// Owner sessions of every ephemeral candidate.
-    pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
-        self.elections.values().flat_map(|e| e.election.owners())
-    }
-
-    pub fn election(&self, path: &str) -> Option<&Election> {
-        self.elections.get(path).map(|e| &e.election)
-    }
-
     /// Names of all children of an election (candidates and ignored ones).
-    pub fn child_names(&self, election: &str) -> BTreeSet<String> {
+    fn child_names(&self, election: &str) -> BTreeSet<String> {
         self.elections
             .get(election)
             .map(|e| {
@@ -212,34 +204,36 @@ impl ElectionTree {
             })
             .unwrap_or_default()
     }
-
-    pub fn parent_count(&self) -> usize {
+    fn has_parent(&self, path: &str) -> bool {
+        self.elections.contains_key(path)
+    }
+    fn parent_count(&self) -> usize {
         self.elections.len()
     }
-
     /// Election nodes plus all their children.
-    pub fn node_count(&self) -> usize {
+    fn node_count(&self) -> usize {
         self.elections
             .values()
             .map(|e| 1 + e.election.candidate_count() + e.others.len())
             .sum()
     }
-
+    /// Owner sessions of every ephemeral candidate.
+    fn owners(&self) -> Vec<i64> {
+        self.elections
+            .values()
+            .flat_map(|e| e.election.owners())
+            .collect()
+    }
     /// Ephemeral children (candidates or not) across all elections.
-    pub fn ephemeral_count(&self) -> usize {
+    fn ephemeral_count(&self) -> usize {
         self.elections
             .values()
             .map(|e| e.election.ephemeral_count() + e.others.ephemeral.len())
             .sum()
     }
-
     /// Children that are not candidates because they have no sequence suffix.
-    pub fn ignored_count(&self) -> usize {
+    fn ignored_count(&self) -> usize {
         self.elections.values().map(|e| e.others.len()).sum()
-    }
-
-    pub fn masterless_histogram(&self) -> &Histogram {
-        &self.masterless
     }
 }
 

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidate::IdentityMode;
+use super::child::ChildNode;
+use super::content::{ContentKind, TreeContent};
 use super::election::Now;
-use super::tree::ChildNode;
 
 /// How a group tree is read and exported.
 #[derive(Debug, Clone)]
@@ -19,6 +20,18 @@ pub struct GroupSpec {
     pub min_members: Option<u32>,
     /// Export one series per member (`zookeeper_group_member`).
     pub export_members: bool,
+}
+
+impl GroupSpec {
+    /// How a discovered group is followed: members by node name, no
+    /// minimum, no per-member series.
+    pub fn discovered() -> Self {
+        Self {
+            member: IdentityMode::Node,
+            min_members: None,
+            export_members: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +121,24 @@ impl GroupTree {
         })
     }
 
+    /// Groups by path, in path order.
+    pub fn groups(&self) -> impl Iterator<Item = (&str, &Group)> {
+        self.groups.iter().map(|(p, g)| (p.as_str(), g))
+    }
+
+    pub fn group(&self, path: &str) -> Option<&Group> {
+        self.groups.get(path)
+    }
+}
+
+impl TreeContent for GroupTree {
+    fn kind(&self) -> ContentKind {
+        ContentKind::Group
+    }
+
     /// Applies a full listing. The first (`resync` false) loads without
     /// counting; later ones count joins and leaves of the outage once.
-    pub fn apply_listing(
-        &mut self,
-        listing: Vec<(String, Vec<ChildNode>)>,
-        _now: Now,
-        resync: bool,
-    ) {
+    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, _now: Now, resync: bool) {
         let mut seen = BTreeSet::new();
         for (path, children) in listing {
             seen.insert(path.clone());
@@ -145,16 +168,13 @@ impl GroupTree {
         }
         self.groups.retain(|path, _| seen.contains(path));
     }
-
-    pub fn parent_created(&mut self, path: &str, _now: Now) {
+    fn parent_created(&mut self, path: &str, _now: Now) {
         self.groups.entry(path.to_owned()).or_default();
     }
-
-    pub fn parent_deleted(&mut self, path: &str) {
+    fn parent_deleted(&mut self, path: &str) {
         self.groups.remove(path);
     }
-
-    pub fn child_upserted(&mut self, parent: &str, child: ChildNode, _now: Now) {
+    fn child_upserted(&mut self, parent: &str, child: ChildNode, _now: Now) {
         let member = self.member(&child);
         let group = self.groups.entry(parent.to_owned()).or_default();
         match member {
@@ -164,56 +184,40 @@ impl GroupTree {
             }
         }
     }
-
-    pub fn child_deleted(&mut self, parent: &str, name: &str, _now: Now) {
+    fn child_deleted(&mut self, parent: &str, name: &str, _now: Now) {
         if let Some(group) = self.groups.get_mut(parent) {
             group.remove(name, true);
         }
     }
-
-    pub fn child_names(&self, parent: &str) -> BTreeSet<String> {
+    fn child_names(&self, parent: &str) -> BTreeSet<String> {
         self.groups
             .get(parent)
             .map(|g| g.members.keys().chain(g.ignored.iter()).cloned().collect())
             .unwrap_or_default()
     }
-
-    pub fn has_parent(&self, path: &str) -> bool {
+    fn has_parent(&self, path: &str) -> bool {
         self.groups.contains_key(path)
     }
-
-    /// Groups by path, in path order.
-    pub fn groups(&self) -> impl Iterator<Item = (&str, &Group)> {
-        self.groups.iter().map(|(p, g)| (p.as_str(), g))
-    }
-
-    /// Owner sessions of every member.
-    pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
-        self.groups
-            .values()
-            .flat_map(|g| g.members.values().map(|m| m.owner))
-    }
-
-    pub fn group(&self, path: &str) -> Option<&Group> {
-        self.groups.get(path)
-    }
-
-    pub fn parent_count(&self) -> usize {
+    fn parent_count(&self) -> usize {
         self.groups.len()
     }
-
-    pub fn node_count(&self) -> usize {
+    fn node_count(&self) -> usize {
         self.groups
             .values()
             .map(|g| 1 + g.members.len() + g.ignored.len())
             .sum()
     }
-
-    pub fn ephemeral_count(&self) -> usize {
+    /// Owner sessions of every member.
+    fn owners(&self) -> Vec<i64> {
+        self.groups
+            .values()
+            .flat_map(|g| g.members.values().map(|m| m.owner))
+            .collect()
+    }
+    fn ephemeral_count(&self) -> usize {
         self.groups.values().map(|g| g.members.len()).sum()
     }
-
-    pub fn ignored_count(&self) -> usize {
+    fn ignored_count(&self) -> usize {
         self.groups.values().map(|g| g.ignored.len()).sum()
     }
 }

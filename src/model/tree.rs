@@ -2,27 +2,20 @@
 //! matching node: elections ([`ElectionTree`]) or groups ([`GroupTree`]).
 //!
 //! The watcher feeds every tree the same way (listings, parent and child
-//! events); elections and groups differ only in the content model, so the
-//! session code never needs to know which kind it is following.
+//! events); what a tree holds is a [`TreeContent`], so the session code
+//! never needs to know which kind it is following. A new election style is
+//! one more content type and one more [`TreeKind`] variant.
 
 use std::collections::BTreeSet;
 
 pub use super::pattern::{PathKind, TreePattern};
 
 use super::candidate::IdentityMode;
+pub use super::child::ChildNode;
+use super::content::{ContentKind, TreeContent};
 use super::election::Now;
 use super::elections::ElectionTree;
 use super::groups::{GroupSpec, GroupTree};
-
-/// A child node as read from ZooKeeper: name, data and the stat fields used.
-#[derive(Debug, Clone)]
-pub struct ChildNode {
-    pub name: String,
-    pub data: Vec<u8>,
-    pub ephemeral_owner: i64,
-    /// Creation time in milliseconds since the epoch.
-    pub ctime_ms: i64,
-}
 
 /// What the matched nodes are.
 #[derive(Debug, Clone)]
@@ -45,16 +38,6 @@ impl TreeSource {
             Self::Discovered => "discovered",
         }
     }
-}
-
-/// Runs `$body` with `$t` bound to the content, whichever kind it is.
-macro_rules! on_kind {
-    ($kind:expr, $t:ident => $body:expr) => {
-        match $kind {
-            TreeKind::Elections($t) => $body,
-            TreeKind::Groups($t) => $body,
-        }
-    };
 }
 
 /// One watched tree.
@@ -108,11 +91,22 @@ impl Tree {
         &self.kind
     }
 
-    /// `election` or `group`.
-    pub fn kind_label(&self) -> &'static str {
-        match self.kind {
-            TreeKind::Elections(_) => "election",
-            TreeKind::Groups(_) => "group",
+    /// What the tree holds.
+    pub fn content_kind(&self) -> ContentKind {
+        self.content().kind()
+    }
+
+    fn content(&self) -> &dyn TreeContent {
+        match &self.kind {
+            TreeKind::Elections(e) => e,
+            TreeKind::Groups(g) => g,
+        }
+    }
+
+    fn content_mut(&mut self) -> &mut dyn TreeContent {
+        match &mut self.kind {
+            TreeKind::Elections(e) => e,
+            TreeKind::Groups(g) => g,
         }
     }
 
@@ -162,7 +156,7 @@ impl Tree {
     /// first loads; later ones (resyncs) count what changed meanwhile.
     pub fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now) {
         let resync = self.loaded;
-        on_kind!(&mut self.kind, t => t.apply_listing(listing, now, resync));
+        self.content_mut().apply_listing(listing, now, resync);
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;
@@ -170,54 +164,54 @@ impl Tree {
 
     /// A node matching the glob was created (or found). No-op if known.
     pub fn parent_created(&mut self, path: &str, now: Now) {
-        on_kind!(&mut self.kind, t => t.parent_created(path, now));
+        self.content_mut().parent_created(path, now);
     }
 
     pub fn parent_deleted(&mut self, path: &str) {
-        on_kind!(&mut self.kind, t => t.parent_deleted(path));
+        self.content_mut().parent_deleted(path);
     }
 
     /// A child of a matching node was created or its data changed.
     pub fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
-        on_kind!(&mut self.kind, t => t.child_upserted(parent, child, now));
+        self.content_mut().child_upserted(parent, child, now);
     }
 
     pub fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
-        on_kind!(&mut self.kind, t => t.child_deleted(parent, name, now));
+        self.content_mut().child_deleted(parent, name, now);
     }
 
     /// Names of all known children of a matching node.
     pub fn child_names(&self, parent: &str) -> BTreeSet<String> {
-        on_kind!(&self.kind, t => t.child_names(parent))
+        self.content().child_names(parent)
     }
 
     pub fn has_parent(&self, path: &str) -> bool {
-        on_kind!(&self.kind, t => t.has_parent(path))
+        self.content().has_parent(path)
     }
 
     /// Matching nodes (elections or groups).
     pub fn parent_count(&self) -> usize {
-        on_kind!(&self.kind, t => t.parent_count())
+        self.content().parent_count()
     }
 
     /// Matching nodes plus all their children.
     pub fn node_count(&self) -> usize {
-        on_kind!(&self.kind, t => t.node_count())
+        self.content().node_count()
     }
 
     /// Owner sessions of the tracked ephemeral children (one per node).
     pub fn owners(&self) -> Vec<i64> {
-        on_kind!(&self.kind, t => t.owners().collect())
+        self.content().owners()
     }
 
     /// Ephemeral children.
     pub fn ephemeral_count(&self) -> usize {
-        on_kind!(&self.kind, t => t.ephemeral_count())
+        self.content().ephemeral_count()
     }
 
     /// Children that are neither candidates nor members.
     pub fn ignored_count(&self) -> usize {
-        on_kind!(&self.kind, t => t.ignored_count())
+        self.content().ignored_count()
     }
 }
 
@@ -265,7 +259,7 @@ mod tests {
             t.as_elections().unwrap().election("/b/1").unwrap().joins(),
             1
         );
-        assert_eq!(t.kind_label(), "election");
+        assert_eq!(t.content_kind(), ContentKind::Election);
     }
 
     #[test]
@@ -283,7 +277,7 @@ mod tests {
             (1, 2, 3)
         );
         assert!(t.has_parent("/svc/api"));
-        assert_eq!(t.kind_label(), "group");
+        assert_eq!(t.content_kind(), ContentKind::Group);
         assert_eq!(t.child_names("/svc/api").len(), 2);
     }
 }

@@ -1,0 +1,183 @@
+use super::*;
+use proptest::prelude::*;
+
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+}
+
+#[test]
+fn mntr_from_a_real_leader() {
+    let m = parse_mntr(&fixture("3.8.0/leader/mntr.txt")).unwrap();
+    assert_eq!(m.role(), Some(Role::Leader));
+    assert_eq!(m.version(), Some("3.8.0-${mvngit.commit.id}"));
+    assert!(m.values.iter().any(|(k, _)| k == "zk_synced_followers"));
+    assert!(m.values.len() > 400);
+    assert_eq!(m.skipped, 0);
+    assert_eq!(
+        m.strings.get("zk_peer_state").map(String::as_str),
+        Some("leading - broadcast")
+    );
+}
+
+#[test]
+fn mntr_skips_what_it_cannot_name() {
+    let m = parse_mntr(
+        "zk_ok\t1\nzk_lab{x=\"y\"}\t2\nzk.dotted\t3\nno tab here\nzk_nan\tNaN\nzk_f\t1.5e3\n",
+    )
+    .unwrap();
+    assert_eq!(
+        m.values,
+        vec![("zk_ok".to_owned(), 1.0), ("zk_f".to_owned(), 1500.0)]
+    );
+    assert_eq!(m.skipped, 4);
+    assert!(parse_mntr("").is_err());
+    assert!(parse_mntr("garbage").is_err());
+}
+
+#[test]
+fn srvr_of_each_role() {
+    let leader = parse_srvr(&fixture("3.8.0/leader/srvr.txt")).unwrap();
+    assert_eq!(leader.role, Some(Role::Leader));
+    assert!(leader.zxid_epoch().unwrap() >= 1);
+    let follower = parse_srvr(&fixture("3.8.0/follower/srvr.txt")).unwrap();
+    assert_eq!(follower.role, Some(Role::Follower));
+    let standalone = parse_srvr(&fixture("3.8.0/standalone/srvr.txt")).unwrap();
+    assert_eq!(standalone.role, Some(Role::Standalone));
+    assert!(standalone.node_count.unwrap() >= 5);
+    let stat = parse_srvr(&fixture("3.8.0/standalone/stat.txt")).unwrap();
+    assert_eq!(stat.role, Some(Role::Standalone));
+    let s = parse_srvr("Zxid: 0x1fffffffe\nMode: follower\n").unwrap();
+    assert_eq!(
+        (s.zxid_epoch(), s.zxid_counter()),
+        (Some(1), Some(0xffff_fffe))
+    );
+    assert!(parse_srvr("hello").is_err());
+}
+
+#[test]
+fn refusals_are_recognised() {
+    assert_eq!(
+        refusal(&fixture("3.8.0/default-whitelist/mntr.txt")),
+        Some(Refusal::NotAllowed)
+    );
+    assert_eq!(
+        refusal(&fixture("3.8.0/not-serving/mntr.txt")),
+        Some(Refusal::NotServing)
+    );
+    assert_eq!(
+        refusal(&fixture("3.8.0/not-serving/srvr.txt")),
+        Some(Refusal::NotServing)
+    );
+    assert_eq!(refusal(&fixture("3.8.0/leader/mntr.txt")), None);
+    assert_eq!(
+        refusal(&fixture("3.8.0/default-whitelist/srvr.txt")),
+        None,
+        "srvr is whitelisted by default"
+    );
+}
+
+#[test]
+fn small_commands() {
+    assert!(parse_ruok(&fixture("3.8.0/standalone/ruok.txt")));
+    assert!(!parse_ruok(
+        "ruok is not executed because it is not in the whitelist."
+    ));
+    assert_eq!(
+        parse_isro(&fixture("3.8.0/standalone/isro.txt")),
+        Ok(Some(false))
+    );
+    assert_eq!(parse_isro("ro"), Ok(Some(true)));
+    assert_eq!(parse_isro(&fixture("3.8.0/not-serving/isro.txt")), Ok(None));
+    assert!(parse_isro("what").is_err());
+    let w = parse_wchs(&fixture("3.8.0/leader/wchs.txt")).unwrap();
+    assert!(w.watches >= w.paths);
+    let envi = parse_envi(&fixture("3.8.0/standalone/envi.txt")).unwrap();
+    assert_eq!(
+        envi.get("java.version").map(String::as_str),
+        Some("17.0.15")
+    );
+}
+
+#[test]
+fn conf_and_membership() {
+    let c = parse_conf(&fixture("3.8.0/leader/conf.txt")).unwrap();
+    assert_eq!(c.tick_time_ms(), Some(200.0));
+    assert_eq!(c.min_session_timeout_ms(), Some(400.0));
+    assert!(c.server_id().is_some());
+    assert_eq!(c.members.len(), 3, "{c:?}");
+    let standalone = parse_conf(&fixture("3.8.0/standalone/conf.txt")).unwrap();
+    assert!(standalone.members.is_empty());
+    let members = parse_members(
+        "server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181\nserver.2=zk2:2888:3888:observer;zk2c:2182\nserver.3=zk3:2888:3888\nversion=100000000\n",
+    );
+    assert_eq!(members[0].client_address.as_deref(), Some("10.0.0.1:2181"));
+    assert_eq!(members[1].client_address.as_deref(), Some("zk2c:2182"));
+    assert_eq!(members[1].role, "observer");
+    assert_eq!(members[2].client_address, None);
+}
+
+#[test]
+fn dump_sessions_and_ephemerals() {
+    let d = parse_dump(&fixture("3.8.0/standalone/dump-with-sessions.txt")).unwrap();
+    assert!(d.sessions.len() >= 4, "{d:?}");
+    assert!(
+        d.sessions.iter().all(|(_, t)| t.is_some()),
+        "UTC dates parse"
+    );
+    assert_eq!(d.ephemerals.len(), 2);
+    assert!(
+        d.ephemerals
+            .values()
+            .all(|paths| paths.len() == 2 && paths[0].starts_with("/fx/"))
+    );
+    assert_eq!(
+        parse_java_date("Mon Nov 30 09:30:13 UTC 2026"),
+        Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_031_013))
+    );
+    assert_eq!(parse_java_date("Mon Nov 30 09:30:13 CET 2026"), None);
+    assert!(parse_dump("dump is not executed because it is not in the whitelist.").is_err());
+}
+
+#[test]
+fn wchp_paths_and_sessions() {
+    let w = parse_wchp("/fx\n\t0x100003c2c100005\n/wechat/bots\n\t0x1\n\t0x2\n").unwrap();
+    assert_eq!(w.get("/fx"), Some(&vec![0x100003c2c100005]));
+    assert_eq!(w.get("/wechat/bots").map(Vec::len), Some(2));
+    assert!(parse_wchp("").unwrap().is_empty());
+    assert!(parse_wchp("wchp is not executed because it is not in the whitelist.").is_err());
+}
+
+#[test]
+fn cons_lines() {
+    let c = parse_cons(
+        " /127.0.0.1:50496[1](queued=0,recved=12,sent=12,sid=0x1000001e8900019,lop=PING,est=1,to=4000,lcxid=0x3,lzxid=0x53,lresp=1,llat=0,minlat=0,avglat=0,maxlat=2)\n /127.0.0.1:50500[0](queued=0,recved=1,sent=0)\n\n",
+    );
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0].session, Some(0x1000001e8900019));
+    assert_eq!((c[0].received, c[0].timeout_ms), (Some(12), Some(4000)));
+    assert_eq!(c[1].session, None);
+    assert!(!parse_cons(&fixture("3.8.0/leader/cons.txt")).is_empty());
+}
+
+proptest! {
+    #[test]
+    fn parsers_never_panic(reply in ".{0,400}") {
+        let _ = refusal(&reply);
+        let _ = parse_mntr(&reply);
+        let _ = parse_srvr(&reply);
+        let _ = parse_ruok(&reply);
+        let _ = parse_isro(&reply);
+        let _ = parse_conf(&reply);
+        let _ = parse_cons(&reply);
+        let _ = parse_wchs(&reply);
+        let _ = parse_envi(&reply);
+        let _ = parse_dump(&reply);
+        let _ = parse_wchp(&reply);
+        let _ = parse_java_date(&reply);
+    }
+
+}

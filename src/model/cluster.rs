@@ -1,0 +1,395 @@
+//! Everything known about one configured cluster, and the events its
+//! sources report: tree changes within the cardinality guard, the agent's
+//! session coming and going, members the ensemble publishes.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::content::ContentKind;
+use super::ensemble;
+use super::{election, ghost, histogram, session, tree};
+
+/// Everything known about one configured cluster.
+#[derive(Debug)]
+pub struct ClusterState {
+    pub name: String,
+    pub session: session::Session,
+    pub trees: Vec<tree::Tree>,
+    /// Four-letter-word view of the members; `None` when polling is off.
+    pub ensemble: Option<ensemble::Ensemble>,
+    /// Client addresses the ensemble publishes in `/zookeeper/config`.
+    pub members: Vec<String>,
+    /// Servers listed in `/zookeeper/config` (0 for a standalone server);
+    /// `None` where it cannot be read (3.4). Whether the members polled
+    /// cover the ensemble, so that a session none lists is disconnected.
+    pub ensemble_size: Option<usize>,
+    /// Cardinality guard: most elections and groups exported.
+    pub limits: Limits,
+    /// Elections and groups declined by the guard, by kind.
+    pub dropped: BTreeMap<ContentKind, u64>,
+    /// Set by the source once it has logged that the guard dropped series.
+    pub dropped_reported: bool,
+    /// Outcome of the last discovery walk; `None` when discovery is off.
+    pub discovery: Option<DiscoveryStatus>,
+    /// Liveness of the sessions owning watched nodes; `None` until the
+    /// diagnostics' first round (or when they are off).
+    pub ghost: Option<ghost::SessionTracker>,
+    /// Sessions other than the agent's watching each election node itself
+    /// (from `wchp`); `None` unless `diagnostics.watches` is on.
+    pub parent_watchers: Option<BTreeMap<String, usize>>,
+    /// Failover canary figures; `None` unless `[clusters.probe]` is set.
+    pub canary: Option<CanaryStats>,
+}
+
+/// What the failover canary measured.
+#[derive(Debug, Clone)]
+pub struct CanaryStats {
+    /// Master session closed → standby sees itself master.
+    pub failover: histogram::Histogram,
+    /// Master session abandoned → standby sees itself master (expiry).
+    pub expiry: histogram::Histogram,
+    /// Rounds that failed (no rights, timeouts, connection trouble).
+    pub errors: u64,
+}
+
+impl Default for CanaryStats {
+    fn default() -> Self {
+        Self {
+            failover: histogram::Histogram::new(histogram::LATENCY_BUCKETS),
+            expiry: histogram::Histogram::new(histogram::PERIOD_BUCKETS),
+            errors: 0,
+        }
+    }
+}
+
+/// What the last discovery walk found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiscoveryStatus {
+    /// Trees added by discovery, by kind, since start.
+    pub election_trees: usize,
+    pub group_trees: usize,
+    pub nodes_walked: usize,
+    pub truncated: bool,
+    pub last_run: Option<std::time::SystemTime>,
+}
+
+/// Most elections and most groups one cluster exports; past them new ones
+/// are neither tracked nor exported, so a huge tree cannot exhaust the
+/// agent's memory or Prometheus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_elections: usize,
+    pub max_groups: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_elections: 10_000,
+            max_groups: 10_000,
+        }
+    }
+}
+
+/// A change a source saw in one tree: the model decides what it means.
+#[derive(Debug, Clone)]
+pub enum TreeChange {
+    /// A node matching the tree's glob appeared (or was found).
+    ParentCreated(String),
+    ParentDeleted(String),
+    /// A child of a matching node was created or its data changed.
+    ChildUpserted {
+        parent: String,
+        child: tree::ChildNode,
+    },
+    ChildDeleted {
+        parent: String,
+        name: String,
+    },
+}
+
+impl ClusterState {
+    /// State of a cluster before anything is known.
+    pub fn new(name: String, trees: Vec<tree::Tree>, four_letter_words: bool) -> Self {
+        Self {
+            name,
+            session: session::Session::default(),
+            trees,
+            ensemble: four_letter_words.then(ensemble::Ensemble::default),
+            members: Vec::new(),
+            ensemble_size: None,
+            limits: Limits::default(),
+            dropped: BTreeMap::new(),
+            dropped_reported: false,
+            discovery: None,
+            ghost: None,
+            parent_watchers: None,
+            canary: None,
+        }
+    }
+
+    /// Parents tree `i` may still add: its kind's limit minus what all trees
+    /// of that kind hold.
+    fn room(&self, i: usize) -> usize {
+        let kind = self.trees[i].content_kind();
+        let limit = match kind {
+            ContentKind::Election => self.limits.max_elections,
+            ContentKind::Group => self.limits.max_groups,
+        };
+        let used: usize = self
+            .trees
+            .iter()
+            .filter(|t| t.content_kind() == kind)
+            .map(tree::Tree::parent_count)
+            .sum();
+        limit.saturating_sub(used)
+    }
+
+    fn drop_parents(&mut self, i: usize, n: usize) {
+        if n > 0 {
+            *self
+                .dropped
+                .entry(self.trees[i].content_kind())
+                .or_insert(0) += n as u64;
+        }
+    }
+
+    /// Applies a full listing of tree `i` within the cardinality guard:
+    /// parents already tracked stay, new ones are admitted in path order
+    /// while there is room, the rest are counted as dropped.
+    pub fn apply_listing(
+        &mut self,
+        i: usize,
+        mut listing: Vec<(String, Vec<tree::ChildNode>)>,
+        now: election::Now,
+    ) {
+        let budget = self.room(i) + self.trees[i].parent_count();
+        if listing.len() > budget {
+            let tree = &self.trees[i];
+            listing.sort_by_key(|(path, _)| !tree.has_parent(path));
+            let dropped = listing.len() - budget;
+            listing.truncate(budget);
+            self.drop_parents(i, dropped);
+        }
+        self.trees[i].apply_listing(listing, now);
+    }
+
+    /// A node matching tree `i`'s glob appeared; admitted if there is room.
+    pub fn parent_created(&mut self, i: usize, path: &str, now: election::Now) {
+        if self.trees[i].has_parent(path) {
+            return;
+        }
+        if self.room(i) == 0 {
+            self.drop_parents(i, 1);
+            return;
+        }
+        self.trees[i].parent_created(path, now);
+    }
+
+    /// A child of a matching node changed; children of parents the guard
+    /// declined are ignored.
+    pub fn child_upserted(
+        &mut self,
+        i: usize,
+        parent: &str,
+        child: tree::ChildNode,
+        now: election::Now,
+    ) {
+        if !self.trees[i].has_parent(parent) && self.room(i) == 0 {
+            return;
+        }
+        self.trees[i].child_upserted(parent, child, now);
+    }
+
+    pub fn parent_deleted(&mut self, i: usize, path: &str) {
+        self.trees[i].parent_deleted(path);
+    }
+
+    pub fn child_deleted(&mut self, i: usize, parent: &str, name: &str, now: election::Now) {
+        self.trees[i].child_deleted(parent, name, now);
+    }
+
+    /// Applies one change of tree `i`.
+    pub fn apply(&mut self, i: usize, change: TreeChange, now: election::Now) {
+        match change {
+            TreeChange::ParentCreated(path) => self.parent_created(i, &path, now),
+            TreeChange::ParentDeleted(path) => self.parent_deleted(i, &path),
+            TreeChange::ChildUpserted { parent, child } => {
+                self.child_upserted(i, &parent, child, now)
+            }
+            TreeChange::ChildDeleted { parent, name } => self.child_deleted(i, &parent, &name, now),
+        }
+    }
+
+    /// Whether the guard dropped series and nobody was told yet; true once.
+    pub fn drops_to_report(&mut self) -> bool {
+        let report = !self.dropped_reported && !self.dropped.is_empty();
+        self.dropped_reported |= report;
+        report
+    }
+
+    /// A new client holds a session.
+    pub fn session_started(&mut self, id: i64, timeout: Duration) {
+        self.session.id = Some(id);
+        self.session.timeout = Some(timeout);
+        self.session_state(session::SessionState::Connected, None);
+    }
+
+    /// The client reconnected; after a disconnect that is a reconnect.
+    pub fn session_reconnected(&mut self, read_only: bool, after_disconnect: bool) {
+        if after_disconnect {
+            self.session.reconnects += 1;
+        }
+        let state = if read_only {
+            session::SessionState::ReadOnly
+        } else {
+            session::SessionState::Connected
+        };
+        self.session_state(state, None);
+    }
+
+    /// The session stopped reflecting ZooKeeper (`Disconnected` while the
+    /// client reconnects, `Expired`): every tree keeps its last values but
+    /// is stale until its next listing.
+    pub fn session_lost(&mut self, state: session::SessionState, error: impl Into<String>) {
+        if state == session::SessionState::Expired {
+            self.session.expirations += 1;
+        }
+        self.session_state(state, Some(error.into()));
+        for tree in &mut self.trees {
+            tree.mark_unsynced();
+        }
+    }
+
+    /// No session could be established.
+    pub fn connect_failed(&mut self, auth_failed: bool, message: String) {
+        self.session.connect_failures += 1;
+        let state = if auth_failed {
+            session::SessionState::AuthFailed
+        } else {
+            session::SessionState::Disconnected
+        };
+        self.session_lost(state, message);
+    }
+
+    /// The client ended (closed, auth failed, shut down); `error` replaces
+    /// the last error when given.
+    pub fn session_ended(&mut self, state: session::SessionState, error: Option<String>) {
+        self.session_state(state, error);
+    }
+
+    fn session_state(&mut self, state: session::SessionState, error: Option<String>) {
+        self.session.state = state;
+        let healthy = matches!(
+            state,
+            session::SessionState::Connected | session::SessionState::ReadOnly
+        );
+        if error.is_some() || healthy {
+            self.session.last_error = error;
+        }
+    }
+
+    /// What `/zookeeper/config` lists: client addresses, and how many
+    /// servers there are (`None` where it cannot be read).
+    pub fn members_published(&mut self, addresses: Vec<String>, size: Option<usize>) {
+        self.members = addresses;
+        self.ensemble_size = size;
+    }
+
+    /// The servers whose four-letter words to ask: `configured`, then the
+    /// published members not among them.
+    pub fn servers_to_poll(&self, configured: &[String]) -> Vec<String> {
+        let mut servers = configured.to_vec();
+        for m in &self.members {
+            if !servers.contains(m) {
+                servers.push(m.clone());
+            }
+        }
+        servers
+    }
+
+    /// `wchp` showed the sessions watching each path: count, per election
+    /// node, those other than the agent's own.
+    pub fn watchers_seen(&mut self, watchers: &BTreeMap<String, std::collections::BTreeSet<i64>>) {
+        let own = self.session.id;
+        let counts = self
+            .trees
+            .iter()
+            .filter_map(|t| t.as_elections())
+            .flat_map(|e| e.elections().map(|(path, _)| path.to_owned()))
+            .map(|path| {
+                let n = watchers
+                    .get(&path)
+                    .map_or(0, |s| s.iter().filter(|sid| Some(**sid) != own).count());
+                (path, n)
+            })
+            .collect();
+        self.parent_watchers = Some(counts);
+    }
+
+    /// Owner sessions of the ephemeral nodes of every tree.
+    pub fn owners(&self) -> Vec<i64> {
+        self.trees.iter().flat_map(|t| t.owners()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::candidate::IdentityMode;
+    use crate::model::tree::{ChildNode, Tree, TreePattern};
+    use std::time::{Instant, SystemTime};
+
+    fn now() -> election::Now {
+        election::Now {
+            mono: Instant::now(),
+            wall: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    fn listing(n: usize) -> Vec<(String, Vec<ChildNode>)> {
+        (0..n).map(|i| (format!("/b/{i:03}"), vec![])).collect()
+    }
+
+    #[test]
+    fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
+        let trees = vec![
+            Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node),
+            Tree::elections(TreePattern::parse("/c/*").unwrap(), IdentityMode::Node),
+        ];
+        let mut c = ClusterState::new("c".into(), trees, false);
+        c.limits = Limits {
+            max_elections: 5,
+            max_groups: 1,
+        };
+        c.apply_listing(0, listing(3), now());
+        c.apply_listing(
+            1,
+            (0..4).map(|i| (format!("/c/{i}"), vec![])).collect(),
+            now(),
+        );
+        assert_eq!(
+            (c.trees[0].parent_count(), c.trees[1].parent_count()),
+            (3, 2)
+        );
+        assert_eq!(c.dropped.get(&ContentKind::Election), Some(&2));
+        // Full: a new election is declined and counted; its children ignored.
+        c.parent_created(0, "/b/new", now());
+        let child = ChildNode {
+            name: "n_0000000001".into(),
+            data: vec![],
+            ephemeral_owner: 1,
+            ctime_ms: 0,
+        };
+        c.child_upserted(0, "/b/new", child, now());
+        assert!(!c.trees[0].has_parent("/b/new"));
+        assert_eq!(c.dropped.get(&ContentKind::Election), Some(&3));
+        // A resync keeps what is tracked before admitting anything new.
+        c.apply_listing(0, listing(6), now());
+        assert_eq!(c.trees[0].parent_count(), 3);
+        // Room frees up when an election goes away.
+        c.trees[1].parent_deleted("/c/0");
+        c.parent_created(0, "/b/new", now());
+        assert!(c.trees[0].has_parent("/b/new"));
+    }
+}

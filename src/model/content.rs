@@ -1,0 +1,56 @@
+//! What a watched tree holds under each node matching its glob, behind one
+//! trait: the tree feeds every content type the same events.
+
+use std::collections::BTreeSet;
+
+use super::child::ChildNode;
+use super::election::Now;
+
+/// The kinds of tree content; the `kind` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ContentKind {
+    Election,
+    Group,
+}
+
+impl ContentKind {
+    pub const ALL: [ContentKind; 2] = [Self::Election, Self::Group];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Election => "election",
+            Self::Group => "group",
+        }
+    }
+}
+
+/// A content model: the matching nodes ("parents") and their children.
+/// Events carry the time they were applied (`now`); models that keep no
+/// history ignore it.
+pub trait TreeContent {
+    fn kind(&self) -> ContentKind;
+
+    /// A full listing; `resync` when it follows an earlier one (changes
+    /// since then count as joins and leaves).
+    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool);
+    /// A matching node appeared (or was found). No-op if known.
+    fn parent_created(&mut self, path: &str, now: Now);
+    fn parent_deleted(&mut self, path: &str);
+    /// A child of a matching node was created or its data changed.
+    fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now);
+    fn child_deleted(&mut self, parent: &str, name: &str, now: Now);
+
+    /// Names of all known children of a matching node.
+    fn child_names(&self, parent: &str) -> BTreeSet<String>;
+    fn has_parent(&self, path: &str) -> bool;
+    /// Matching nodes.
+    fn parent_count(&self) -> usize;
+    /// Matching nodes plus all their children.
+    fn node_count(&self) -> usize;
+    /// Owner sessions of the tracked ephemeral children (one per node).
+    fn owners(&self) -> Vec<i64>;
+    /// Ephemeral children.
+    fn ephemeral_count(&self) -> usize;
+    /// Children the content does not track (neither candidates nor members).
+    fn ignored_count(&self) -> usize;
+}

@@ -1,0 +1,240 @@
+//! The face of one cluster's models shared between its sources (writers)
+//! and the outputs (readers), in the manner of mini-redis's `Db`: sources
+//! say what happened, the lock and its poison recovery live here, and every
+//! rule stays in [`ClusterState`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
+use super::election::Now;
+use super::ensemble::ServerPoll;
+use super::ghost::{Round, SessionTracker};
+use super::session::SessionState;
+use super::tree::{ChildNode, Tree};
+
+/// A cluster's models behind one lock. Writers hold it only to apply data
+/// already read; readers (a scrape, an API call) hold it while they render.
+#[derive(Debug, Clone)]
+pub struct SharedCluster(Arc<RwLock<ClusterState>>);
+
+impl SharedCluster {
+    pub fn new(state: ClusterState) -> Self {
+        Self(Arc::new(RwLock::new(state)))
+    }
+
+    /// Read access for outputs. A writer that panicked leaves its last
+    /// consistent state, which is still worth serving.
+    pub fn read(&self) -> RwLockReadGuard<'_, ClusterState> {
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, ClusterState> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    // --- the agent's own session ---
+
+    pub fn session_started(&self, id: i64, timeout: Duration) {
+        self.write().session_started(id, timeout);
+    }
+
+    pub fn session_reconnected(&self, read_only: bool, after_disconnect: bool) {
+        self.write()
+            .session_reconnected(read_only, after_disconnect);
+    }
+
+    pub fn session_lost(&self, state: SessionState, error: impl Into<String>) {
+        self.write().session_lost(state, error);
+    }
+
+    pub fn connect_failed(&self, auth_failed: bool, message: String) {
+        self.write().connect_failed(auth_failed, message);
+    }
+
+    pub fn session_ended(&self, state: SessionState, error: Option<String>) {
+        self.write().session_ended(state, error);
+    }
+
+    /// One request round trip of the agent's session (`op`: read,
+    /// multi_read, write).
+    pub fn request_observed(&self, op: &'static str, took: Duration) {
+        self.write().session.observe_request(op, took);
+    }
+
+    pub fn session_id(&self) -> Option<i64> {
+        self.read().session.id
+    }
+
+    // --- trees ---
+
+    /// Number of watched trees; tree `i` is the i-th added.
+    pub fn tree_count(&self) -> usize {
+        self.read().trees.len()
+    }
+
+    /// Trees whose last listing failed or that went stale.
+    pub fn unsynced_trees(&self) -> Vec<usize> {
+        let g = self.read();
+        (0..g.trees.len())
+            .filter(|i| !g.trees[*i].synced())
+            .collect()
+    }
+
+    /// A full listing of tree `i` arrived; true when it had been failing.
+    /// Returns whether the guard dropped series nobody was told about yet.
+    pub fn tree_listed(
+        &self,
+        i: usize,
+        listing: Vec<(String, Vec<ChildNode>)>,
+        now: Now,
+    ) -> Listed {
+        let mut g = self.write();
+        let recovered = g.trees[i].sync_error().is_some();
+        g.apply_listing(i, listing, now);
+        Listed {
+            recovered,
+            drops_to_report: g.drops_to_report(),
+        }
+    }
+
+    /// Watching or listing tree `i` failed with `message`; true when the
+    /// message is new (log it), false when it repeats.
+    pub fn tree_failed(&self, i: usize, message: String) -> bool {
+        let mut g = self.write();
+        let tree = &mut g.trees[i];
+        let new = tree.sync_error() != Some(message.as_str());
+        tree.sync_failed(message);
+        new
+    }
+
+    /// Changes of one or more trees, applied in order under one lock.
+    /// Returns whether the guard dropped series nobody was told about yet.
+    pub fn trees_changed(&self, changes: Vec<(usize, TreeChange)>, now: Now) -> bool {
+        let mut g = self.write();
+        for (i, change) in changes {
+            g.apply(i, change, now);
+        }
+        g.drops_to_report()
+    }
+
+    /// Whether tree `i` tracks `path` as an election or group.
+    pub fn has_parent(&self, i: usize, path: &str) -> bool {
+        self.read().trees[i].has_parent(path)
+    }
+
+    /// Names of the known children of `parent` in tree `i`.
+    pub fn child_names(&self, i: usize, parent: &str) -> std::collections::BTreeSet<String> {
+        self.read().trees[i].child_names(parent)
+    }
+
+    /// Trees discovery found; they are appended (tree `i` stays tree `i`).
+    pub fn trees_discovered(&self, trees: Vec<Tree>, status: DiscoveryStatus) {
+        let mut g = self.write();
+        let found = g.discovery.get_or_insert_with(Default::default);
+        let (elections, groups) = (found.election_trees, found.group_trees);
+        *found = DiscoveryStatus {
+            election_trees: elections + status.election_trees,
+            group_trees: groups + status.group_trees,
+            ..status
+        };
+        g.trees.extend(trees);
+    }
+
+    // --- the ensemble ---
+
+    pub fn members_published(&self, addresses: Vec<String>, size: Option<usize>) {
+        self.write().members_published(addresses, size);
+    }
+
+    /// Configured servers plus members published in `/zookeeper/config`.
+    pub fn servers_to_poll(&self, configured: &[String]) -> Vec<String> {
+        self.read().servers_to_poll(configured)
+    }
+
+    /// Servers in `/zookeeper/config` (see [`ClusterState::ensemble_size`]).
+    pub fn ensemble_size(&self) -> Option<usize> {
+        self.read().ensemble_size
+    }
+
+    /// A scrape's collection of four-letter words: replaces every polled
+    /// command's reply.
+    pub fn ensemble_collected(&self, polls: Vec<ServerPoll>) {
+        self.write()
+            .ensemble
+            .get_or_insert_with(Default::default)
+            .apply(polls);
+    }
+
+    /// A ghost-check round: its replies join the ensemble's, and the
+    /// session tracker judges what they show about `owners` (the owners
+    /// when the round began).
+    /// `watchers`, when `wchp` was asked, are the sessions watching each
+    /// path.
+    pub fn ghost_round(
+        &self,
+        polls: Vec<ServerPoll>,
+        round: Round<'_>,
+        owners: Vec<i64>,
+        watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
+    ) {
+        let mut g = self.write();
+        g.ensemble.get_or_insert_with(Default::default).merge(polls);
+        g.ghost
+            .get_or_insert_with(SessionTracker::default)
+            .observe(round, owners);
+        if let Some(watchers) = watchers {
+            g.watchers_seen(&watchers);
+        }
+    }
+
+    /// Owner sessions of every tree's ephemeral nodes.
+    pub fn owners(&self) -> Vec<i64> {
+        self.read().owners()
+    }
+
+    /// The shortest session timeout among the owners, as `cons` reported.
+    pub fn shortest_owner_timeout(&self) -> Option<Duration> {
+        let g = self.read();
+        g.ghost.as_ref()?.shortest_timeout(g.owners())
+    }
+
+    // --- the canary ---
+
+    /// The canary's standby took over this long after its master's
+    /// session was closed.
+    pub fn canary_failover(&self, took: Duration) {
+        let mut g = self.write();
+        g.canary
+            .get_or_insert_with(Default::default)
+            .failover
+            .observe(took.as_secs_f64());
+    }
+
+    /// The canary's standby took over this long after its master's
+    /// session was abandoned (expiry).
+    pub fn canary_expiry(&self, took: Duration) {
+        let mut g = self.write();
+        g.canary
+            .get_or_insert_with(Default::default)
+            .expiry
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn canary_failed(&self) {
+        self.write()
+            .canary
+            .get_or_insert_with(Default::default)
+            .errors += 1;
+    }
+}
+
+/// What applying a listing showed.
+#[derive(Debug, Clone, Copy)]
+pub struct Listed {
+    /// The tree had been failing and is synced again.
+    pub recovered: bool,
+    /// The guard dropped series nobody was told about yet.
+    pub drops_to_report: bool,
+}
