@@ -2,14 +2,13 @@
 //! series), in-process and without ZooKeeper: the model is filled directly.
 //! Run: cargo bench --bench render
 
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use zk_election_exporter::metrics;
-use zk_election_exporter::model::ClusterState;
 use zk_election_exporter::model::candidate::IdentityMode;
 use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
+use zk_election_exporter::model::{ClusterState, SharedCluster};
 
 fn main() {
     ensemble_cost();
@@ -33,11 +32,7 @@ fn main() {
         })
         .collect();
     tree.apply_listing(listing, Now::current());
-    let cluster = Arc::new(RwLock::new(ClusterState::new(
-        "bench".into(),
-        vec![tree],
-        false,
-    )));
+    let cluster = SharedCluster::new(ClusterState::new("bench".into(), vec![tree], false));
     let exposition = metrics::Exposition::new(vec![cluster]);
     for openmetrics in [false, true] {
         let mut times: Vec<Duration> = Vec::new();
@@ -91,7 +86,7 @@ fn ensemble_cost() {
             (format!("{role}:2181"), r)
         })
         .collect();
-    let cluster = Arc::new(RwLock::new(ClusterState::new("bench".into(), vec![], true)));
+    let cluster = SharedCluster::new(ClusterState::new("bench".into(), vec![], true));
     let exposition = metrics::Exposition::new(vec![cluster.clone()]);
     let (mut apply, mut render) = (Vec::new(), Vec::new());
     for _ in 0..101 {
@@ -110,13 +105,7 @@ fn ensemble_cost() {
                     .collect(),
             })
             .collect();
-        cluster
-            .write()
-            .unwrap()
-            .ensemble
-            .as_mut()
-            .unwrap()
-            .apply(polls);
+        cluster.ensemble_collected(polls);
         apply.push(start.elapsed());
         let start = Instant::now();
         let out = exposition.render(false).unwrap();

@@ -87,7 +87,18 @@ impl Cli {
                 (true, false) => Some(true),
                 (false, false) => None,
             },
+            cli_env_vars: Self::env_vars(),
         }
+    }
+
+    /// The environment variables the flags read, as clap declares them.
+    pub fn env_vars() -> Vec<String> {
+        use clap::CommandFactory;
+        Self::command()
+            .get_arguments()
+            .filter_map(|a| a.get_env())
+            .map(|e| e.to_string_lossy().into_owned())
+            .collect()
     }
 }
 

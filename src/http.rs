@@ -1,5 +1,7 @@
-//! HTTP endpoints: `/metrics`, `/healthz`, `/ready` and a small index page.
-//! Handlers only read models; none waits on ZooKeeper.
+//! HTTP endpoints: `/metrics`, `/healthz`, `/ready`, `/api/v1/trees` and a
+//! small index page. Handlers only read models and never wait on the
+//! ZooKeeper session; `/metrics` alone first runs the four-letter-word
+//! collection, bounded by its timeout.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -101,7 +103,7 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
 pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
     let mut reasons = Vec::new();
     for c in clusters {
-        let c = c.read().unwrap_or_else(|p| p.into_inner());
+        let c = c.read();
         if !c.session.is_connected() {
             reasons.push(format!(
                 "cluster {}: session {}{}",
@@ -137,7 +139,7 @@ async fn trees(State(state): State<AppState>) -> Response {
         .clusters
         .iter()
         .map(|c| {
-            let c = c.read().unwrap_or_else(|p| p.into_inner());
+            let c = c.read();
             let trees: Vec<serde_json::Value> = c
                 .trees
                 .iter()
@@ -149,7 +151,7 @@ async fn trees(State(state): State<AppState>) -> Response {
                     };
                     // Masters whose ghost check cannot say (enough): evidence
                     // missing, or rounds too slow for the session's timeout.
-                    let unjudged: Vec<serde_json::Value> = match (t.as_elections(), &c.liveness) {
+                    let unjudged: Vec<serde_json::Value> = match (t.as_elections(), &c.ghost) {
                         (Some(e), Some(tracker)) => e
                             .elections()
                             .filter_map(|(path, e)| {
@@ -166,7 +168,7 @@ async fn trees(State(state): State<AppState>) -> Response {
                     };
                     serde_json::json!({
                         "path": t.pattern().as_str(),
-                        "kind": t.kind_label(),
+                        "kind": t.content_kind().label(),
                         "source": t.source().label(),
                         "synced": t.synced(),
                         "nodes": parents,

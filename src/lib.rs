@@ -1,14 +1,47 @@
 //! zk-election-exporter: watches ZooKeeper election trees and exports who is
 //! master, how often mastership moves and how long elections go without one.
 //!
-//! Data flows one way. *Sources* ([`zk`]) own all ZooKeeper I/O: one task per
-//! cluster keeps a session, places a persistent recursive watch on every tree
-//! root and turns events into calls on the *models* ([`model`]), plain structs
-//! that take events and a timestamp and hold every rule (who is master, what a
-//! switch is, masterless time). *Outputs* read the models: [`metrics`] encodes
-//! them at scrape time and [`http`] serves them. HTTP handlers never wait on
-//! ZooKeeper.
+//! Data flows one way, down this page: sources write models, outputs read
+//! them, and no layer imports one above it.
+//!
+//! **Configuration** ([`config`], [`cli`]): file, environment and flags
+//! merged and validated into typed values; [`agent`] assembles each
+//! cluster from them (models, sources, poller) and runs the HTTP server.
+//! `main.rs` only parses the command line and hands over.
+//!
+//! **Sources** ([`sources`]) do all I/O and turn what they see into calls on
+//! the models' shared face ([`model::SharedCluster`]):
+//! - [`sources::zk::session`] keeps one ZooKeeper session per cluster,
+//!   watches every tree ([`sources::zk::watch`], or
+//!   [`sources::zk::oneshot`] before 3.6), reads in batches
+//!   ([`sources::zk::read`]) and resyncs after reconnects and expiry;
+//!   [`sources::discovery`] finds trees nobody configured; [`sources::canary`]
+//!   runs the failover canary.
+//! - Four-letter-word replies enter in [`sources::fourlw`]: [`ask`] sends one
+//!   word under a hard timeout, the [`sources::fourlw::poller`] collects every
+//!   member on scrape, and [`sources::fourlw::ghost`] runs the `cons`/`dump`
+//!   rounds of ghost-master detection.
+//!
+//! **Vocabulary** ([`fourlw`]): the pure side of four-letter words, commands,
+//! failures and reply parsers, shared by sources and models.
+//!
+//! **Models** ([`model`]) are plain data with no I/O and no clock: events and
+//! a timestamp go in. A master switch is decided in [`model::election`]
+//! (lowest sequence is master; a different node becoming master is a
+//! switch); a tree's content is one [`model::content::TreeContent`]
+//! (elections, groups); [`model::ghost`] judges owner sessions from
+//! evidence; [`model::cluster`] holds one cluster and the events sources
+//! report; [`model::shared`] is its locked face.
+//!
+//! **Outputs** read the models: [`metrics`] renders `/metrics` at scrape
+//! time, one encoder per model, every family name (`zookeeper_up`, …) in
+//! [`metrics::names`]; [`http`] serves it with `/ready` and `/api/v1/trees`.
+//! No handler waits on the ZooKeeper session; `/metrics` alone first runs
+//! the bounded four-letter-word collection.
+//!
+//! [`ask`]: sources::fourlw::ask
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod fourlw;

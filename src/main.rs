@@ -1,18 +1,13 @@
-//! Thin shell: parse the command line, load configuration, start one task per
-//! cluster and the HTTP server, wait for SIGTERM/SIGINT.
+//! Thin shell: parse the command line, set up logging, load configuration,
+//! hand over to the agent, stop on SIGTERM/SIGINT.
 
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
 
 use clap::Parser;
-use tokio::sync::watch;
-use tracing::{error, info};
+use tracing::error;
+use zk_election_exporter::agent::{self, AgentError};
 use zk_election_exporter::cli::{Cli, Command};
-use zk_election_exporter::model::tree::Tree;
-use zk_election_exporter::model::{ClusterState, SharedCluster};
-use zk_election_exporter::sources::fourlw::ghost::{self, Diagnostics};
-use zk_election_exporter::sources::fourlw::poller::Poller;
-use zk_election_exporter::{config, http, metrics, simulate, sources};
+use zk_election_exporter::{config, simulate};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -49,91 +44,14 @@ async fn run_exporter(cli: &Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listener = match http::bind(config.web.listen_address).await {
-        Ok(l) => l,
-        Err(e) => {
+    match agent::run(config, shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(AgentError::Bind(e)) => {
             eprintln!("zk-election-exporter: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut clusters: Vec<SharedCluster> = Vec::new();
-    let mut tasks = Vec::new();
-    let mut pollers = Vec::new();
-    for cluster in config.clusters {
-        let trees = cluster
-            .elections
-            .iter()
-            .map(|e| Tree::elections(e.pattern.clone(), e.identity.clone()))
-            .chain(
-                cluster
-                    .groups
-                    .iter()
-                    .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
-            )
-            .collect();
-        let fourlw = cluster.four_letter_words.enabled;
-        let mut model = ClusterState::new(cluster.name.clone(), trees, fourlw);
-        model.limits = cluster.limits;
-        model.discovery = cluster.discovery.enabled.then(Default::default);
-        let state = Arc::new(RwLock::new(model));
-        if fourlw {
-            pollers.push(Arc::new(Poller::new(
-                cluster.name.clone(),
-                cluster.four_letter_words.clone(),
-                state.clone(),
-            )));
-        }
-        clusters.push(state.clone());
-        if cluster.diagnostics.enabled {
-            let d = Diagnostics {
-                cluster: cluster.name.clone(),
-                servers: cluster.four_letter_words.servers.clone(),
-                pace: cluster.diagnostics.cons_interval,
-                timeout: cluster.four_letter_words.timeout,
-                watches: cluster.diagnostics.watches,
-            };
-            tasks.push(tokio::spawn(ghost::run(d, state.clone(), stop_rx.clone())));
-        }
-        if let Some(probe) = cluster.probe.clone() {
-            state.write().unwrap_or_else(|p| p.into_inner()).probe = Some(Default::default());
-            tasks.push(tokio::spawn(sources::canary::run(
-                cluster.clone(),
-                probe,
-                state.clone(),
-                stop_rx.clone(),
-            )));
-        }
-        tasks.push(tokio::spawn(sources::zk::session::run_cluster(
-            cluster,
-            state,
-            stop_rx.clone(),
-        )));
-    }
-    let app = http::AppState {
-        exposition: Arc::new(metrics::Exposition::new(clusters.clone())),
-        clusters,
-        pollers,
-    };
-    info!(address = %config.web.listen_address, "serving /metrics");
-    let mut http_stop = stop_rx.clone();
-    let server = tokio::spawn(http::serve(listener, app, async move {
-        let _ = http_stop.wait_for(|s| *s).await;
-    }));
-    shutdown_signal().await;
-    info!("shutting down");
-    let _ = stop_tx.send(true);
-    for t in tasks {
-        let _ = t.await;
-    }
-    match server.await {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) => {
-            error!("HTTP server failed: {e}");
             ExitCode::FAILURE
         }
         Err(e) => {
-            error!("HTTP server task failed: {e}");
+            error!("{e}");
             ExitCode::FAILURE
         }
     }

@@ -2,7 +2,6 @@
 //! set, and a property test that any reply bytes render into output a real
 //! Prometheus parser (`promtool check metrics`) accepts.
 
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 mod common;
@@ -11,11 +10,11 @@ use common::promtool_check;
 use proptest::prelude::*;
 use zk_election_exporter::fourlw::{self, Command as Word};
 use zk_election_exporter::metrics::Exposition;
-use zk_election_exporter::model::ClusterState;
 use zk_election_exporter::model::candidate::IdentityMode;
 use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::ensemble::{Exchange, ServerPoll};
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
+use zk_election_exporter::model::{ClusterState, SharedCluster};
 
 fn fixture(path: &str) -> String {
     std::fs::read_to_string(format!(
@@ -45,7 +44,7 @@ fn poll_from(server: &str, dir: &str) -> ServerPoll {
 }
 
 fn render(cluster: ClusterState) -> String {
-    let exposition = Exposition::new(vec![Arc::new(RwLock::new(cluster))]);
+    let exposition = Exposition::new(vec![SharedCluster::new(cluster)]);
     exposition.render(false).unwrap()
 }
 
@@ -167,5 +166,64 @@ proptest! {
         let text = render(cluster);
         let checked = promtool_check(&text);
         prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), text);
+    }
+}
+
+/// Every mntr key real servers send, by version: (version, key).
+fn real_mntr_keys() -> Vec<(String, String)> {
+    let dir = format!("{}/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let mut keys = std::collections::BTreeSet::new();
+    let dirs = |path: &std::path::Path| -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(path)
+            .map(|d| d.flatten().filter(|e| e.path().is_dir()).collect())
+            .unwrap_or_default()
+    };
+    for version in dirs(std::path::Path::new(&dir)) {
+        for role in dirs(&version.path()) {
+            let text = std::fs::read_to_string(role.path().join("mntr.txt")).unwrap_or_default();
+            if let Ok(fourlw::Reply::Mntr(m)) = fourlw::interpret(Word::Mntr, &text) {
+                let v = version.file_name().to_string_lossy().into_owned();
+                keys.extend(m.values.iter().map(|(k, _)| (v.clone(), k.clone())));
+            }
+        }
+    }
+    keys.into_iter().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any subset of the keys one real server version sends, with any
+    /// finite values, renders as valid exposition with no key dropped: the
+    /// typing never names two keys alike, and every name and value it
+    /// writes is one a real Prometheus parser accepts.
+    #[test]
+    fn real_mntr_keys_round_trip_through_promtool(
+        picks in proptest::sample::subsequence(real_mntr_keys(), 1..60),
+        values in proptest::collection::vec(
+            prop_oneof![any::<i64>().prop_map(|v| v as f64), -1e12f64..1e12, Just(0.0)],
+            60,
+        ),
+    ) {
+        let version = picks[0].0.clone();
+        let reply: String = picks
+            .iter()
+            .filter(|(v, _)| *v == version)
+            .zip(&values)
+            .map(|((_, key), value)| format!("{key}\t{value}\n"))
+            .collect();
+        let mut cluster = ClusterState::new("c".into(), vec![], true);
+        cluster.ensemble.as_mut().unwrap().apply(vec![ServerPoll {
+            server: "zk:2181".into(),
+            exchanges: vec![exchange(Word::Mntr, &reply)],
+        }]);
+        let text = render(cluster);
+        let checked = promtool_check(&text);
+        prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), reply);
+        prop_assert!(
+            text.contains("zookeeper_fourlw_mntr_dropped_keys{cluster=\"c\",server=\"zk:2181\"} 0\n"),
+            "a real key was dropped:\n{}",
+            reply
+        );
     }
 }

@@ -12,10 +12,10 @@ use crate::model::ClusterState;
 /// Calls `f` with the labels and figures of every cluster running the canary.
 pub(super) fn each_probe(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&Labels, &crate::model::ProbeStats) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &crate::model::CanaryStats) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        if let Some(p) = &c.probe {
+        if let Some(p) = &c.canary {
             f(&Labels::new("cluster", c.name.as_str()), p)?;
         }
     }

@@ -7,6 +7,7 @@ use prometheus_client::metrics::MetricType;
 
 use super::encode::*;
 use super::{Scrape, names};
+use crate::model::content::ContentKind;
 
 pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     family(
@@ -16,11 +17,11 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
         MetricType::Counter,
         |m| {
             for c in s.clusters {
-                for kind in ["election", "group"] {
-                    let n = c.dropped.get(kind).copied().unwrap_or(0);
+                for kind in ContentKind::ALL {
+                    let n = c.dropped.get(&kind).copied().unwrap_or(0);
                     counter(
                         m,
-                        &Labels::new("cluster", c.name.as_str()).with("kind", kind),
+                        &Labels::new("cluster", c.name.as_str()).with("kind", kind.label()),
                         n,
                     )?;
                 }

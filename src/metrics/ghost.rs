@@ -8,7 +8,7 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
-use crate::model::liveness::{Liveness, SessionTracker};
+use crate::model::ghost::{Liveness, SessionTracker};
 use crate::model::tree::Tree;
 use std::time::SystemTime;
 
@@ -19,7 +19,7 @@ pub(super) fn each_tracked_master(
     mut f: impl FnMut(&Labels, Liveness, &SessionTracker, i64) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
+        let Some(tracker) = c.ghost.as_ref().filter(|t| t.polled()) else {
             continue;
         };
         for tree in c.trees.iter().filter_map(Tree::as_elections) {
@@ -46,7 +46,7 @@ pub(super) fn each_tracked_master(
 }
 
 /// Ghost masters: families from the diagnostics' session tracker.
-pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let (clusters, now) = (s.clusters, s.now);
     let wall = SystemTime::now();
     family(
@@ -117,7 +117,7 @@ pub(super) fn encode_liveness(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         MetricType::Gauge,
         |m| {
             for c in clusters {
-                let Some(tracker) = c.liveness.as_ref().filter(|t| t.polled()) else {
+                let Some(tracker) = c.ghost.as_ref().filter(|t| t.polled()) else {
                     continue;
                 };
                 for tree in &c.trees {

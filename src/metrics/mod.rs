@@ -1,5 +1,5 @@
 //! `/metrics`: a `prometheus-client` collector that encodes the models at
-//! scrape time, one encoder per model ([`ENCODERS`]), every family name in
+//! scrape time, one encoder per model (`ENCODERS`), every family name in
 //! [`names`].
 //!
 //! Nothing here is updated by event handlers; each scrape takes a read lock
@@ -80,11 +80,7 @@ impl Exposition {
         } else {
             prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
         }
-        let guards: Vec<_> = self
-            .clusters
-            .iter()
-            .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let generations: Vec<u64> = clusters
             .iter()
@@ -122,7 +118,7 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 /// (see [`Exposition::render`]).
 const ENCODERS: [Encode; 13] = [
     elections::encode_elections,
-    ghost::encode_liveness,
+    ghost::encode_ghosts,
     canary::encode_probe,
     trees::encode_trees,
     groups::encode_groups,
@@ -138,11 +134,7 @@ const ENCODERS: [Encode; 13] = [
 
 impl PromCollector for Collector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let guards: Vec<_> = self
-            .clusters
-            .iter()
-            .map(|c| c.read().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let scrape = Scrape {
             clusters: &clusters,

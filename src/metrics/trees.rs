@@ -8,6 +8,7 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
+use crate::model::content::TreeContent;
 use crate::model::tree::Tree;
 
 /// Calls `f` with the labels and model of every tree of every cluster.

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 use zookeeper_client::{Acls, Client, CreateMode, EventType};
 
-use crate::config::{ClusterConfig, ProbeConfig};
+use crate::config::{CanaryConfig, ClusterConfig};
 use crate::model::SharedCluster;
 
 /// What a round measured.
@@ -61,21 +61,21 @@ fn instance_name() -> String {
 fn describe(path: &str, e: &zookeeper_client::Error) -> String {
     match e {
         zookeeper_client::Error::NoAuth => format!(
-            "the failover probe cannot write under {path}: not authorized; grant create and delete there or remove [clusters.probe]"
+            "the failover canary cannot write under {path}: not authorized; grant create and delete there or remove [clusters.probe]"
         ),
-        other => format!("failover probe under {path} failed: {other}"),
+        other => format!("failover canary under {path} failed: {other}"),
     }
 }
 
-struct Probe<'a> {
+struct Canary<'a> {
     cfg: &'a ClusterConfig,
-    probe: &'a ProbeConfig,
+    settings: &'a CanaryConfig,
     election: String,
     standby: Option<Client>,
     last_expiry: Instant,
 }
 
-impl Probe<'_> {
+impl Canary<'_> {
     async fn standby(&mut self) -> Result<Client, zookeeper_client::Error> {
         if let Some(c) = &self.standby
             && !c.state().is_terminated()
@@ -139,15 +139,15 @@ impl Probe<'_> {
                 "probe standby is not master after the failover: {children:?}"
             )));
         }
-        if self.probe.write {
+        if self.settings.write {
             let write = format!("{}/write", self.election);
             let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
             let t = Instant::now();
             standby.create(&write, b"", &ephemeral).await?;
-            observe_write(state, t.elapsed());
+            state.request_observed("write", t.elapsed());
             let t = Instant::now();
             standby.delete(&write, None).await?;
-            observe_write(state, t.elapsed());
+            state.request_observed("write", t.elapsed());
         }
         standby
             .delete(&format!("{}/{standby_node}", self.election), None)
@@ -176,29 +176,25 @@ impl Probe<'_> {
     }
 }
 
-fn observe_write(state: &SharedCluster, took: Duration) {
-    state
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .session
-        .observe_request("write", took);
-}
-
 /// Runs the canary until `shutdown`, then removes its nodes.
 pub async fn run(
     cfg: ClusterConfig,
-    probe: ProbeConfig,
+    settings: CanaryConfig,
     state: SharedCluster,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut p = Probe {
-        election: format!("{}/{}", probe.path.trim_end_matches('/'), instance_name()),
+    let mut p = Canary {
+        election: format!(
+            "{}/{}",
+            settings.path.trim_end_matches('/'),
+            instance_name()
+        ),
         cfg: &cfg,
-        probe: &probe,
+        settings: &settings,
         standby: None,
         last_expiry: Instant::now(),
     };
-    let mut tick = tokio::time::interval(probe.interval);
+    let mut tick = tokio::time::interval(settings.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing: Option<String> = None;
     loop {
@@ -210,14 +206,12 @@ pub async fn run(
             r = p.round(&state) => r,
             _ = shutdown.changed() => break,
         };
-        let mut g = state.write().unwrap_or_else(|pe| pe.into_inner());
-        let stats = g.probe.get_or_insert_with(Default::default);
         match result {
-            Ok(Measured::Failover(d)) => stats.failover.observe(d.as_secs_f64()),
-            Ok(Measured::Expiry(d)) => stats.expiry.observe(d.as_secs_f64()),
+            Ok(Measured::Failover(d)) => state.canary_failover(d),
+            Ok(Measured::Expiry(d)) => state.canary_expiry(d),
             Err(e) => {
-                stats.errors += 1;
-                let message = describe(&probe.path, &e);
+                state.canary_failed();
+                let message = describe(&settings.path, &e);
                 if failing.as_deref() != Some(message.as_str()) {
                     warn!(cluster = %cfg.name, "{message}");
                     failing = Some(message);
@@ -226,7 +220,7 @@ pub async fn run(
             }
         }
         if failing.take().is_some() {
-            info!(cluster = %cfg.name, "failover probe works again");
+            info!(cluster = %cfg.name, "failover canary works again");
         }
     }
     p.clean_up().await;

@@ -10,17 +10,21 @@
 //! children (queues) are therefore never taken for elections.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::SystemTime;
 
+use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult};
 
-use super::zk::watch::join;
+use super::zk::read::{BATCH, Op, join, multi_read};
+use crate::config::ClusterConfig;
+use crate::model::DiscoveryStatus;
+use crate::model::candidate::IdentityMode;
 use crate::model::candidate::parse_sequence;
-use crate::model::tree::TreePattern;
+use crate::model::groups::GroupSpec;
+use crate::model::tree::{PathKind, Tree, TreePattern, TreeSource};
 
 /// Children whose stat is read to classify their parent.
 const SAMPLE: usize = 3;
-/// Operations per multi-read.
-const BATCH: usize = 256;
 
 /// What the walk made of one listed node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,27 +110,16 @@ fn excluded(path: &str, exclude: &[String]) -> bool {
         .any(|e| path == e || path.starts_with(&format!("{}/", e.trim_end_matches('/'))))
 }
 
+/// One batched read of the walk, counted in it.
 async fn multi(
     client: &Client,
     paths: &[String],
-    children: bool,
+    op: Op,
     walk: &mut Walk,
 ) -> Result<Vec<MultiReadResult>, zookeeper_client::Error> {
-    let mut out = Vec::with_capacity(paths.len());
-    for chunk in paths.chunks(BATCH) {
-        let mut reader = client.new_multi_reader();
-        for p in chunk {
-            if children {
-                reader.add_get_children(p)?;
-            } else {
-                reader.add_get_data(p)?;
-            }
-        }
-        walk.requests += 1;
-        walk.operations += chunk.len();
-        out.extend(reader.commit().await?);
-    }
-    Ok(out)
+    walk.requests += paths.len().div_ceil(BATCH);
+    walk.operations += paths.len();
+    multi_read(client, paths, op, &|_| {}).await
 }
 
 /// Walks from `root`, skipping `exclude` subtrees, listing at most
@@ -149,7 +142,7 @@ pub async fn walk(
         if !rest.is_empty() {
             walk.truncated = true;
         }
-        let listed = multi(client, &frontier, true, &mut walk).await?;
+        let listed = multi(client, &frontier, Op::Children, &mut walk).await?;
         walk.walked += frontier.len();
         let mut parents: Vec<(String, Vec<String>)> = Vec::new();
         for (path, result) in frontier.into_iter().zip(listed) {
@@ -169,7 +162,7 @@ pub async fn walk(
             .iter()
             .flat_map(|(p, c)| c.iter().take(SAMPLE).map(move |c| join(p, c)))
             .collect();
-        let stats = multi(client, &samples, false, &mut walk).await?;
+        let stats = multi(client, &samples, Op::Data, &mut walk).await?;
         let mut stats = stats.into_iter();
         let mut next = Vec::new();
         for (path, children) in parents {
@@ -204,17 +197,90 @@ pub async fn walk(
     Ok(walk)
 }
 
+/// Walks the namespace for election and group trees no tree covers yet
+/// (`watched`: configured globs win, a found node one of them matches is
+/// left to it) and returns them with the walk's figures; `None` when the
+/// walk failed (it is retried at the next interval).
+pub async fn discover(
+    client: &Client,
+    cfg: &ClusterConfig,
+    watched: &[TreePattern],
+    truncation_logged: &mut bool,
+) -> Option<(Vec<Tree>, DiscoveryStatus)> {
+    let d = &cfg.discovery;
+    let walk = match walk(client, &d.root, &d.exclude, d.max_nodes).await {
+        Ok(w) => w,
+        Err(e) => {
+            debug!(cluster = %cfg.name, "discovery walk failed ({e}); retrying at the next interval");
+            return None;
+        }
+    };
+    if walk.truncated && !*truncation_logged {
+        *truncation_logged = true;
+        warn!(
+            cluster = %cfg.name,
+            max_nodes = d.max_nodes,
+            "discovery stopped after max_nodes nodes; trees deeper in the namespace are not found \
+             (raise discovery.max_nodes, narrow discovery.root, or configure the trees)"
+        );
+    }
+    let mut status = DiscoveryStatus {
+        nodes_walked: walk.walked,
+        truncated: walk.truncated,
+        last_run: Some(SystemTime::now()),
+        ..Default::default()
+    };
+    let mut trees = Vec::new();
+    for kind in [Found::Election, Found::Group] {
+        let found: Vec<&str> = match kind {
+            Found::Election => walk.elections().collect(),
+            _ => walk.groups().collect(),
+        };
+        for pattern in patterns(&walk, kind) {
+            let under: Vec<&str> = found
+                .iter()
+                .copied()
+                .filter(|p| pattern.classify(p) == PathKind::Parent)
+                .collect();
+            let fresh = uncovered(under.iter().copied(), watched);
+            if fresh.is_empty() {
+                continue;
+            }
+            // Part of a glob is already watched: watch the rest one by one.
+            let globs = if fresh.len() == under.len() {
+                vec![pattern]
+            } else {
+                fresh
+                    .iter()
+                    .filter_map(|p| TreePattern::parse(p).ok())
+                    .collect()
+            };
+            for p in globs {
+                info!(cluster = %cfg.name, tree = %p.as_str(), kind = ?kind, "discovered a tree");
+                let tree = match kind {
+                    Found::Election => {
+                        status.election_trees += 1;
+                        Tree::elections(p, IdentityMode::Data)
+                    }
+                    _ => {
+                        status.group_trees += 1;
+                        Tree::groups(p, GroupSpec::discovered())
+                    }
+                };
+                trees.push(tree.with_source(TreeSource::Discovered));
+            }
+        }
+    }
+    Some((trees, status))
+}
+
 /// Paths of the found kind not already covered by a configured pattern.
 pub fn uncovered<'a>(
     paths: impl Iterator<Item = &'a str>,
     configured: &[TreePattern],
 ) -> BTreeSet<String> {
     paths
-        .filter(|p| {
-            !configured
-                .iter()
-                .any(|c| c.classify(p) == crate::model::tree::PathKind::Parent)
-        })
+        .filter(|p| !configured.iter().any(|c| c.classify(p) == PathKind::Parent))
         .map(str::to_owned)
         .collect()
 }

@@ -44,45 +44,68 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Polls `check` every 50 ms until it returns `Ok`, or panics after `timeout`
-/// with the last error it returned.
+/// How often a wait polls its condition.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The deadline of one wait, and how it fails: with what was waited for
+/// and the last thing seen.
+struct Deadline<'a> {
+    what: &'a str,
+    timeout: Duration,
+    at: Instant,
+}
+
+impl<'a> Deadline<'a> {
+    fn new(what: &'a str, timeout: Duration) -> Self {
+        Self {
+            what,
+            timeout,
+            at: Instant::now() + timeout,
+        }
+    }
+
+    /// Panics with `last` once the deadline has passed.
+    fn check(&self, last: String) {
+        if Instant::now() >= self.at {
+            panic!(
+                "timed out after {:?} waiting for {}; last seen: {last}",
+                self.timeout, self.what
+            );
+        }
+    }
+}
+
+/// Polls `check` until it returns `Ok`, or panics after `timeout` with the
+/// last error it returned.
 pub fn wait_for<T>(
     what: &str,
     timeout: Duration,
     mut check: impl FnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = Instant::now() + timeout;
+    let deadline = Deadline::new(what, timeout);
     loop {
         match check() {
             Ok(v) => return v,
-            Err(last) => {
-                if Instant::now() >= deadline {
-                    panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}");
-                }
-            }
+            Err(last) => deadline.check(last),
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(POLL);
     }
 }
 
-/// Async twin of [`wait_for`] for tests running inside tokio.
+/// [`wait_for`] inside tokio: the checks do blocking HTTP on loopback, so
+/// they run off the reactor, and the pause between them is async.
 pub async fn wait_for_async<T>(
     what: &str,
     timeout: Duration,
     mut check: impl FnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = Instant::now() + timeout;
+    let deadline = Deadline::new(what, timeout);
     loop {
-        // The checks do blocking HTTP on loopback; keep them off the reactor.
         match tokio::task::block_in_place(&mut check) {
             Ok(v) => return v,
-            Err(last) => {
-                if Instant::now() >= deadline {
-                    panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}");
-                }
-            }
+            Err(last) => deadline.check(last),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(POLL).await;
     }
 }
 

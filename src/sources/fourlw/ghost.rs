@@ -1,4 +1,4 @@
-//! Ghost-master diagnostics: every `cons_interval`, `cons` and `dump` from
+//! The ghost-master check (`[clusters.diagnostics]`): every `cons_interval`, `cons` and `dump` from
 //! every member feed the session tracker, so an election whose master's
 //! session is gone (or silent) is visible long before ZooKeeper expires it.
 //!
@@ -25,11 +25,11 @@ use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
-use crate::model::liveness::{Round, SessionTracker, auto_interval, round_complete};
+use crate::model::ghost::{Round, auto_interval, round_complete};
 
-/// What the diagnostics poll, and how.
+/// What the ghost check polls, and how.
 #[derive(Debug, Clone)]
-pub struct Diagnostics {
+pub struct GhostCheck {
     pub cluster: String,
     pub servers: Vec<String>,
     pub pace: ConsInterval,
@@ -39,18 +39,14 @@ pub struct Diagnostics {
 }
 
 /// Polls until `shutdown` flips to true.
-pub async fn run(d: Diagnostics, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
     let mut refused: HashSet<(String, Command)> = HashSet::new();
     loop {
         let started = Instant::now();
         poll_once(&d, &state, &mut refused).await;
         let interval = match d.pace {
             ConsInterval::Every(interval) => interval,
-            ConsInterval::Auto => {
-                let g = state.read().unwrap_or_else(|p| p.into_inner());
-                let owners = g.trees.iter().flat_map(|t| t.owners());
-                auto_interval(g.liveness.as_ref().and_then(|t| t.shortest_timeout(owners)))
-            }
+            ConsInterval::Auto => auto_interval(state.shortest_owner_timeout()),
         };
         tokio::select! {
             _ = tokio::time::sleep_until((started + interval).into()) => {}
@@ -91,22 +87,13 @@ async fn ask_cons(server: &str, timeout: Duration) -> Exchange {
 
 /// One round: `cons` and `dump` of every member, then the tracker.
 pub async fn poll_once(
-    d: &Diagnostics,
+    d: &GhostCheck,
     state: &SharedCluster,
     refused: &mut HashSet<(String, Command)>,
 ) {
     let started = Instant::now();
-    let mut servers = d.servers.clone();
-    let (owners, ensemble_size) = {
-        let g = state.read().unwrap_or_else(|p| p.into_inner());
-        for m in &g.members {
-            if !servers.contains(m) {
-                servers.push(m.clone());
-            }
-        }
-        let owners: Vec<i64> = g.trees.iter().flat_map(|t| t.owners()).collect();
-        (owners, g.ensemble_size)
-    };
+    let servers = state.servers_to_poll(&d.servers);
+    let (owners, ensemble_size) = (state.owners(), state.ensemble_size());
     let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
         let (cons, dump) = tokio::join!(
             ask_cons(server, d.timeout),
@@ -155,34 +142,12 @@ pub async fn poll_once(
             }
         }
     }
-    let finished = Now::current();
     let round = Round {
         started,
-        finished,
+        finished: Now::current(),
         complete: round_complete(servers.len(), answered_cons, ensemble_size),
         connections: &connections,
         expiries: &expiries,
     };
-    let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-    g.ensemble.get_or_insert_with(Default::default).merge(polls);
-    g.liveness
-        .get_or_insert_with(SessionTracker::default)
-        .observe(round, owners);
-    if let Some(watchers) = watchers {
-        // Only election nodes, and never the agent's own watches.
-        let own = g.session.id;
-        let counts = g
-            .trees
-            .iter()
-            .filter_map(|t| t.as_elections())
-            .flat_map(|e| e.elections().map(|(path, _)| path.to_owned()))
-            .map(|path| {
-                let n = watchers
-                    .get(&path)
-                    .map_or(0, |s| s.iter().filter(|sid| Some(**sid) != own).count());
-                (path, n)
-            })
-            .collect();
-        g.parent_watchers = Some(counts);
-    }
+    state.ghost_round(polls, round, owners, watchers);
 }

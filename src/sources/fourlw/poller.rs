@@ -55,24 +55,6 @@ impl Poller {
         }
     }
 
-    /// Configured servers plus members the ensemble publishes in
-    /// `/zookeeper/config`.
-    fn servers(&self) -> Vec<String> {
-        let mut servers = self.config.servers.clone();
-        let members = self
-            .state
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .members
-            .clone();
-        for m in members {
-            if !servers.contains(&m) {
-                servers.push(m);
-            }
-        }
-        servers
-    }
-
     /// Brings the cluster's ensemble model up to date for a scrape. Takes at
     /// most `timeout` plus scheduling, whatever the servers do.
     pub async fn collect(&self) {
@@ -84,15 +66,10 @@ impl Poller {
                 return;
             }
         }
-        let servers = self.servers();
+        let servers = self.state.servers_to_poll(&self.config.servers);
         let polls: Vec<ServerPoll> = join_all(servers.iter().map(|s| self.poll_server(s))).await;
         self.log_changes(&polls);
-        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
-        state
-            .ensemble
-            .get_or_insert_with(Default::default)
-            .apply(polls);
-        drop(state);
+        self.state.ensemble_collected(polls);
         *finished = Some(Instant::now());
     }
 
@@ -160,22 +137,22 @@ impl Poller {
         exchange
     }
 
+    /// The four-letter word, or the AdminServer in its place when the word
+    /// is not allowed; both within one `timeout`, and timed as one.
     async fn exchange_now(&self, server: &str, command: Command) -> Exchange {
-        let started = Instant::now();
-        let Exchange { mut result, .. } = super::ask(server, command, self.config.timeout).await;
-        if let (Err(Failure::NotAllowed), Some(template)) = (&result, &self.config.admin_url)
+        let mut exchange = super::ask(server, command, self.config.timeout).await;
+        if let (Err(Failure::NotAllowed), Some(template)) =
+            (&exchange.result, &self.config.admin_url)
             && admin::supports(command)
         {
-            let left = self.config.timeout.saturating_sub(started.elapsed());
+            let left = self.config.timeout.saturating_sub(exchange.duration);
+            let started = Instant::now();
             if let Ok(reply) = admin::fetch(template, server, command, left).await {
-                result = Ok(reply);
+                exchange.result = Ok(reply);
             }
+            exchange.duration += started.elapsed();
         }
-        Exchange {
-            command,
-            duration: started.elapsed(),
-            result,
-        }
+        exchange
     }
 
     /// Logs a refused command once per server, and servers going down or

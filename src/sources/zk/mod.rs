@@ -3,5 +3,6 @@
 //! servers before 3.6, one-shot watches ([`oneshot`]).
 
 pub mod oneshot;
+pub mod read;
 pub mod session;
 pub mod watch;

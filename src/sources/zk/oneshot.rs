@@ -17,10 +17,11 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use zookeeper_client::{Client, EventType, OneshotWatcher};
 
-use super::watch::{TreeEvent, join, observe};
-use crate::model::SharedCluster;
+use super::read::join;
+use super::watch::TreeEvent;
 use crate::model::election::Now;
 use crate::model::tree::{ChildNode, TreePattern};
+use crate::model::{SharedCluster, TreeChange};
 
 /// Requests issued concurrently by the walk and by data reads.
 const CONCURRENCY: usize = 256;
@@ -62,7 +63,7 @@ async fn list_watch(
     let started = Instant::now();
     match client.list_and_watch_children(path).await {
         Ok((children, watcher)) => {
-            observe(state, "list", started.elapsed());
+            state.request_observed("list", started.elapsed());
             forward(watcher, sink);
             Ok(Some(children))
         }
@@ -132,7 +133,7 @@ pub async fn read_nodes(
         for (path, (read, took)) in chunk.iter().zip(reads) {
             match read {
                 Ok((data, stat)) => {
-                    observe(state, "read", took);
+                    state.request_observed("read", took);
                     out.push(Some(ChildNode {
                         name: path.rsplit('/').next().unwrap_or_default().to_owned(),
                         data,
@@ -194,7 +195,10 @@ pub async fn apply_event(
     let at_election = depth(&path) == pattern.segments().len();
     if event.event.event_type == EventType::NodeDeleted {
         if at_election {
-            state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree].parent_deleted(&path);
+            state.trees_changed(
+                vec![(sink.tree, TreeChange::ParentDeleted(path))],
+                Now::current(),
+            );
         } else {
             levels.remove(&path);
         }
@@ -215,27 +219,23 @@ pub async fn apply_event(
         .iter()
         .filter(|c| segment.as_deref().is_none_or(|s| s == c.as_str()))
         .map(|c| join(&path, c))
-        .filter(|p| !levels.contains(p) && !known(state, sink.tree, p))
+        .filter(|p| !levels.contains(p) && !state.has_parent(sink.tree, p))
         .collect();
     for start in fresh {
         let walked = walk(client, pattern, start, sink, state).await?;
         levels.extend(walked.levels);
         let found = listing(client, walked.elections, state).await?;
-        let now = Now::current();
-        let mut g = state.write().unwrap_or_else(|p| p.into_inner());
+        let mut changes = Vec::new();
         for (election, children) in found {
-            g.parent_created(sink.tree, &election, now);
+            changes.push((sink.tree, TreeChange::ParentCreated(election.clone())));
             for child in children {
-                g.child_upserted(sink.tree, &election, child, now);
+                let parent = election.clone();
+                changes.push((sink.tree, TreeChange::ChildUpserted { parent, child }));
             }
         }
+        state.trees_changed(changes, Now::current());
     }
     Ok(())
-}
-
-/// Whether tree `tree` already tracks `path` as an election or group.
-fn known(state: &SharedCluster, tree: usize, path: &str) -> bool {
-    state.read().unwrap_or_else(|p| p.into_inner()).trees[tree].has_parent(path)
 }
 
 /// Re-lists one election and applies the difference to the model.
@@ -246,27 +246,26 @@ async fn reconcile_election(
     state: &SharedCluster,
 ) -> Result<(), zookeeper_client::Error> {
     let Some(children) = list_watch(client, &election, sink, state).await? else {
-        state.write().unwrap_or_else(|p| p.into_inner()).trees[sink.tree].parent_deleted(&election);
+        let gone = vec![(sink.tree, TreeChange::ParentDeleted(election))];
+        state.trees_changed(gone, Now::current());
         return Ok(());
     };
-    let known: BTreeSet<String> = {
-        let g = state.read().unwrap_or_else(|p| p.into_inner());
-        g.trees[sink.tree].child_names(&election)
-    };
+    let known: BTreeSet<String> = state.child_names(sink.tree, &election);
     let listed: BTreeSet<String> = children.into_iter().collect();
     let joined: Vec<String> = listed
         .difference(&known)
         .map(|c| join(&election, c))
         .collect();
     let read = read_nodes(client, &joined, state).await?;
-    let now = Now::current();
-    let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-    g.parent_created(sink.tree, &election, now);
+    let mut changes = vec![(sink.tree, TreeChange::ParentCreated(election.clone()))];
     for gone in known.difference(&listed) {
-        g.trees[sink.tree].child_deleted(&election, gone, now);
+        let (parent, name) = (election.clone(), gone.clone());
+        changes.push((sink.tree, TreeChange::ChildDeleted { parent, name }));
     }
-    for node in read.into_iter().flatten() {
-        g.child_upserted(sink.tree, &election, node, now);
+    for child in read.into_iter().flatten() {
+        let parent = election.clone();
+        changes.push((sink.tree, TreeChange::ChildUpserted { parent, child }));
     }
+    state.trees_changed(changes, Now::current());
     Ok(())
 }

@@ -17,18 +17,15 @@ use zookeeper_client::{Client, SessionState as ZkState};
 
 use super::oneshot::{self, Sink};
 use super::watch::{
-    MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, observe, start_watch,
+    MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
 use crate::model::SharedCluster;
-use crate::model::candidate::IdentityMode;
 use crate::model::election::Now;
-use crate::model::groups::GroupSpec;
 use crate::model::session::SessionState;
-use crate::model::tree::TreePattern;
-use crate::model::tree::{PathKind, Tree, TreeSource};
-use crate::sources::discovery::{self, Found};
+use crate::model::tree::{ChildNode, TreePattern};
+use crate::sources::discovery;
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -72,26 +69,15 @@ impl Backoff {
     }
 }
 
-fn set_state(state: &SharedCluster, s: SessionState, error: Option<String>) {
-    let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-    g.session.state = s;
-    if error.is_some() || matches!(s, SessionState::Connected | SessionState::ReadOnly) {
-        g.session.last_error = error;
-    }
-}
-
 /// Logs once per agent life that the cardinality guard dropped series.
-fn report_dropped(cluster: &str, state: &mut crate::model::ClusterState) {
-    if !state.dropped_reported && !state.dropped.is_empty() {
-        state.dropped_reported = true;
-        warn!(
-            cluster,
-            max_elections = state.limits.max_elections,
-            max_groups = state.limits.max_groups,
-            "more elections or groups than the cardinality guard allows; the rest are not exported \
-             (see zookeeper_exporter_series_dropped_total; raise max_elections / max_groups to export them)"
-        );
-    }
+fn report_dropped(cfg: &ClusterConfig) {
+    warn!(
+        cluster = %cfg.name,
+        max_elections = cfg.limits.max_elections,
+        max_groups = cfg.limits.max_groups,
+        "more elections or groups than the cardinality guard allows; the rest are not exported \
+         (see zookeeper_exporter_series_dropped_total; raise max_elections / max_groups to export them)"
+    );
 }
 
 /// Explains a connect failure in operator terms.
@@ -161,7 +147,7 @@ pub async fn run_cluster(
         if *shutdown.borrow() {
             return;
         }
-        set_state(&state, SessionState::Connecting, None);
+        state.session_ended(SessionState::Connecting, None);
         let connected = tokio::select! {
             r = connect(&cfg) => r,
             _ = shutdown.changed() => return,
@@ -190,18 +176,8 @@ pub async fn run_cluster(
                 } else {
                     debug!(cluster = %cfg.name, "{message}");
                 }
-                let mut g = state.write().unwrap_or_else(|p| p.into_inner());
-                g.session.connect_failures += 1;
-                let s = if matches!(e, zookeeper_client::Error::AuthFailed) {
-                    SessionState::AuthFailed
-                } else {
-                    SessionState::Disconnected
-                };
-                g.session.state = s;
-                g.session.last_error = Some(message);
-                for tree in &mut g.trees {
-                    tree.mark_unsynced();
-                }
+                let auth_failed = matches!(e, zookeeper_client::Error::AuthFailed);
+                state.connect_failed(auth_failed, message);
                 End::Closed
             }
         };
@@ -233,19 +209,43 @@ enum Mode {
     Oneshot,
 }
 
+/// What the session keeps for one watched tree (tree `i` of the model is
+/// `watched[i]`).
+#[derive(Debug)]
+struct Watched {
+    pattern: TreePattern,
+    /// Generation of the tree's live watch; events of others are stale.
+    current: Option<u64>,
+    /// Persistent mode: the forwarder of the tree's recursive watch.
+    watch: Option<TreeWatch>,
+    /// One-shot mode: intermediate nodes carrying a child watch.
+    levels: HashSet<String>,
+}
+
+impl Watched {
+    fn new(pattern: TreePattern) -> Self {
+        Self {
+            pattern,
+            current: None,
+            watch: None,
+            levels: HashSet::new(),
+        }
+    }
+
+    /// Drops the watch: its events are stale from now on.
+    fn unwatch(&mut self) {
+        self.watch = None;
+        self.current = None;
+    }
+}
+
 /// One client's life.
 struct Session<'a> {
     cfg: &'a ClusterConfig,
     client: Client,
     state: SharedCluster,
-    patterns: Vec<TreePattern>,
+    watched: Vec<Watched>,
     mode: Mode,
-    /// Generation of each tree's live watch; events of others are stale.
-    current: Vec<Option<u64>>,
-    /// Persistent mode: the forwarder of each tree's recursive watch.
-    watches: Vec<Option<TreeWatch>>,
-    /// One-shot mode: intermediate nodes of each tree carrying a child watch.
-    levels: Vec<HashSet<String>>,
     generation: u64,
     discovery_truncation_logged: bool,
     tx: mpsc::UnboundedSender<TreeEvent>,
@@ -255,13 +255,13 @@ struct Session<'a> {
 impl<'a> Session<'a> {
     fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        // Trees in the order the cluster state holds them (elections, then groups).
-        let patterns: Vec<TreePattern> = state
+        // Trees in the order the cluster state holds them (configured, then
+        // discovered by earlier clients).
+        let watched = state
             .read()
-            .unwrap_or_else(|p| p.into_inner())
             .trees
             .iter()
-            .map(|t| t.pattern().clone())
+            .map(|t| Watched::new(t.pattern().clone()))
             .collect();
         Self {
             cfg,
@@ -269,10 +269,7 @@ impl<'a> Session<'a> {
                 WatchMode::Oneshot => Mode::Oneshot,
                 WatchMode::Auto | WatchMode::Persistent => Mode::Persistent,
             },
-            current: patterns.iter().map(|_| None).collect(),
-            watches: patterns.iter().map(|_| None).collect(),
-            levels: patterns.iter().map(|_| HashSet::new()).collect(),
-            patterns,
+            watched,
             discovery_truncation_logged: false,
             client,
             state,
@@ -282,15 +279,14 @@ impl<'a> Session<'a> {
         }
     }
 
+    fn patterns(&self) -> Vec<TreePattern> {
+        self.watched.iter().map(|w| w.pattern.clone()).collect()
+    }
+
     async fn run(mut self, shutdown: &mut watch::Receiver<bool>) -> End {
         let mut states = self.client.state_watcher();
-        {
-            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-            g.session.timeout = Some(self.client.session_timeout());
-            g.session.id = Some(self.client.session_id().0);
-            g.session.state = SessionState::Connected;
-            g.session.last_error = None;
-        }
+        self.state
+            .session_started(self.client.session_id().0, self.client.session_timeout());
         self.sync_all().await;
         self.refresh_members().await;
         let mut members = tokio::time::interval(MEMBERS_REFRESH);
@@ -299,8 +295,8 @@ impl<'a> Session<'a> {
         // The first walk runs right away, then every `interval`.
         let mut discover = tokio::time::interval(self.cfg.discovery.interval);
         discover.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut probe = tokio::time::interval(self.cfg.latency_probe_interval);
-        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut latency_read = tokio::time::interval(self.cfg.latency_probe_interval);
+        latency_read.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut retry = tokio::time::interval(SYNC_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         retry.reset();
@@ -308,51 +304,33 @@ impl<'a> Session<'a> {
         loop {
             tokio::select! {
                 _ = shutdown.changed() => {
-                    set_state(&self.state, SessionState::Closed, None);
+                    self.state.session_ended(SessionState::Closed, None);
                     return End::Shutdown;
                 }
                 s = states.changed() => match s {
                     ZkState::Disconnected => {
                         connected = false;
                         warn!(cluster = %self.cfg.name, "disconnected from ZooKeeper; trees are stale until reconnect");
-                        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-                        g.session.state = SessionState::Disconnected;
-                        g.session.last_error = Some("session disconnected, reconnecting".into());
-                        for tree in &mut g.trees {
-                            tree.mark_unsynced();
-                        }
+                        self.state.session_lost(SessionState::Disconnected, "session disconnected, reconnecting");
                     }
                     ZkState::SyncConnected | ZkState::ConnectedReadOnly => {
                         let read_only = s == ZkState::ConnectedReadOnly;
                         info!(cluster = %self.cfg.name, read_only, "reconnected to ZooKeeper; resyncing trees");
-                        {
-                            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-                            if !connected {
-                                g.session.reconnects += 1;
-                            }
-                            g.session.state = if read_only { SessionState::ReadOnly } else { SessionState::Connected };
-                            g.session.last_error = None;
-                        }
+                        self.state.session_reconnected(read_only, !connected);
                         connected = true;
                         self.sync_all().await;
                         self.refresh_members().await;
                     }
                     ZkState::Expired => {
-                        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-                        g.session.expirations += 1;
-                        g.session.state = SessionState::Expired;
-                        g.session.last_error = Some("session expired; building a new session".into());
-                        for tree in &mut g.trees {
-                            tree.mark_unsynced();
-                        }
+                        self.state.session_lost(SessionState::Expired, "session expired; building a new session");
                         return End::Expired;
                     }
                     ZkState::AuthFailed => {
-                        set_state(&self.state, SessionState::AuthFailed, Some("authentication failed".into()));
+                        self.state.session_ended(SessionState::AuthFailed, Some("authentication failed".into()));
                         return End::AuthFailed;
                     }
                     ZkState::Closed => {
-                        set_state(&self.state, SessionState::Closed, Some("session closed".into()));
+                        self.state.session_ended(SessionState::Closed, Some("session closed".into()));
                         return End::Closed;
                     }
                 },
@@ -366,20 +344,17 @@ impl<'a> Session<'a> {
                     }
                     self.apply(batch).await;
                 }
-                _ = probe.tick(), if connected => {
+                // A cheap read of `/` times the agent's own round trips.
+                _ = latency_read.tick(), if connected => {
                     let started = Instant::now();
                     if self.client.check_stat("/").await.is_ok() {
-                        observe(&self.state, "read", started.elapsed());
+                        self.state.request_observed("read", started.elapsed());
                     }
                 }
                 _ = members.tick(), if connected => self.refresh_members().await,
                 _ = discover.tick(), if connected && self.cfg.discovery.enabled => self.discover().await,
                 _ = retry.tick(), if connected => {
-                    let failed: Vec<usize> = {
-                        let g = self.state.read().unwrap_or_else(|p| p.into_inner());
-                        (0..g.trees.len()).filter(|i| !g.trees[*i].synced()).collect()
-                    };
-                    for i in failed {
+                    for i in self.state.unsynced_trees() {
                         self.sync_tree(i).await;
                     }
                 }
@@ -390,7 +365,7 @@ impl<'a> Session<'a> {
     async fn apply(&mut self, batch: Vec<TreeEvent>) {
         let current: Vec<TreeEvent> = batch
             .into_iter()
-            .filter(|e| self.current[e.tree] == Some(e.generation))
+            .filter(|e| self.watched[e.tree].current == Some(e.generation))
             .collect();
         if current.is_empty() {
             return;
@@ -400,20 +375,21 @@ impl<'a> Session<'a> {
         trees.dedup();
         let result = match self.mode {
             Mode::Persistent => {
-                apply_events(&self.client, &self.patterns, current, &self.state).await
+                let patterns = self.patterns();
+                apply_events(&self.client, &patterns, current, &self.state).await
             }
-            Mode::Oneshot => self.apply_oneshot(current).await,
+            Mode::Oneshot => self.apply_oneshot(current).await.map(|()| false),
         };
-        report_dropped(
-            &self.cfg.name,
-            &mut self.state.write().unwrap_or_else(|p| p.into_inner()),
-        );
-        if let Err(e) = result {
-            // A read failed (connection loss mid-batch): the affected trees
-            // are re-listed rather than guessed.
-            debug!(cluster = %self.cfg.name, "reading changed nodes failed ({e}); resyncing");
-            for i in trees {
-                self.sync_tree(i).await;
+        match result {
+            Ok(true) => report_dropped(self.cfg),
+            Ok(false) => {}
+            Err(e) => {
+                // A read failed (connection loss mid-batch): the affected
+                // trees are re-listed rather than guessed.
+                debug!(cluster = %self.cfg.name, "reading changed nodes failed ({e}); resyncing");
+                for i in trees {
+                    self.sync_tree(i).await;
+                }
             }
         }
     }
@@ -428,136 +404,72 @@ impl<'a> Session<'a> {
                 generation: event.generation,
                 tx: self.tx.clone(),
             };
-            let pattern = &self.patterns[event.tree];
-            let levels = &mut self.levels[event.tree];
-            oneshot::apply_event(&self.client, pattern, event, &sink, levels, &self.state).await?;
+            let w = &mut self.watched[event.tree];
+            oneshot::apply_event(
+                &self.client,
+                &w.pattern,
+                event,
+                &sink,
+                &mut w.levels,
+                &self.state,
+            )
+            .await?;
         }
         Ok(())
     }
 
-    /// Walks the namespace for election and group trees and starts watching
-    /// the ones no tree covers yet. Configured trees win: a found node a
-    /// configured glob matches is left to it.
+    /// Runs a discovery walk and starts watching the trees it found.
     async fn discover(&mut self) {
-        let d = &self.cfg.discovery;
-        let walk = match discovery::walk(&self.client, &d.root, &d.exclude, d.max_nodes).await {
-            Ok(w) => w,
-            Err(e) => {
-                debug!(cluster = %self.cfg.name, "discovery walk failed ({e}); retrying at the next interval");
-                return;
-            }
+        let patterns = self.patterns();
+        let Some((trees, status)) = discovery::discover(
+            &self.client,
+            self.cfg,
+            &patterns,
+            &mut self.discovery_truncation_logged,
+        )
+        .await
+        else {
+            return;
         };
-        if walk.truncated && !self.discovery_truncation_logged {
-            self.discovery_truncation_logged = true;
-            warn!(
-                cluster = %self.cfg.name,
-                max_nodes = d.max_nodes,
-                "discovery stopped after max_nodes nodes; trees deeper in the namespace are not found \
-                 (raise discovery.max_nodes, narrow discovery.root, or configure the trees)"
-            );
-        }
-        let mut added = Vec::new();
-        for kind in [Found::Election, Found::Group] {
-            for pattern in discovery::patterns(&walk, kind) {
-                let found: Vec<&str> = match kind {
-                    Found::Election => walk.elections().collect(),
-                    _ => walk.groups().collect(),
-                };
-                let under: Vec<&str> = found
-                    .into_iter()
-                    .filter(|p| pattern.classify(p) == PathKind::Parent)
-                    .collect();
-                let fresh = discovery::uncovered(under.iter().copied(), &self.patterns);
-                if fresh.is_empty() {
-                    continue;
-                }
-                // Part of a glob is already watched: watch the rest one by one.
-                let patterns = if fresh.len() == under.len() {
-                    vec![pattern]
-                } else {
-                    fresh
-                        .iter()
-                        .filter_map(|p| TreePattern::parse(p).ok())
-                        .collect()
-                };
-                for p in patterns {
-                    let tree = match kind {
-                        Found::Election => Tree::elections(p.clone(), IdentityMode::Data),
-                        _ => Tree::groups(
-                            p.clone(),
-                            GroupSpec {
-                                member: IdentityMode::Node,
-                                min_members: None,
-                                export_members: false,
-                            },
-                        ),
-                    };
-                    added.push((p, tree.with_source(TreeSource::Discovered), kind));
-                }
-            }
-        }
-        let first_new = self.patterns.len();
-        {
-            let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-            let status = g.discovery.get_or_insert_with(Default::default);
-            status.nodes_walked = walk.walked;
-            status.truncated = walk.truncated;
-            status.last_run = Some(std::time::SystemTime::now());
-            for (_, _, kind) in &added {
-                match kind {
-                    Found::Election => status.election_trees += 1,
-                    _ => status.group_trees += 1,
-                }
-            }
-            for (pattern, tree, _) in added {
-                info!(cluster = %self.cfg.name, tree = %pattern.as_str(), kind = tree.kind_label(), "discovered a tree");
-                g.trees.push(tree);
-                self.patterns.push(pattern);
-                self.current.push(None);
-                self.watches.push(None);
-                self.levels.push(HashSet::new());
-            }
-        }
-        for i in first_new..self.patterns.len() {
+        let first_new = self.watched.len();
+        self.watched
+            .extend(trees.iter().map(|t| Watched::new(t.pattern().clone())));
+        self.state.trees_discovered(trees, status);
+        for i in first_new..self.watched.len() {
             self.sync_tree(i).await;
         }
     }
 
     /// Reads the members the ensemble publishes in `/zookeeper/config`
-    /// (3.5+), so the four-letter-word poller sees a grown ensemble. Servers
-    /// without it (3.4, or no client addresses listed) leave the list empty.
+    /// (3.5+), so the four-letter-word poller sees a grown ensemble and the
+    /// ghost check knows the ensemble's size. Servers without it (3.4)
+    /// leave both unknown.
     async fn refresh_members(&self) {
-        let (members, size) = match self.client.get_config().await {
+        match self.client.get_config().await {
             Ok((data, _)) => {
                 let all = parse_members(&String::from_utf8_lossy(&data));
                 let size = all.len();
-                (
-                    all.into_iter().filter_map(|m| m.client_address).collect(),
-                    Some(size),
-                )
+                let addresses = all.into_iter().filter_map(|m| m.client_address).collect();
+                self.state.members_published(addresses, Some(size));
             }
             Err(e) => {
                 debug!(cluster = %self.cfg.name, "no /zookeeper/config ({e})");
-                (Vec::new(), None)
+                self.state.members_published(Vec::new(), None);
             }
-        };
-        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
-        g.members = members;
-        g.ensemble_size = size;
+        }
     }
 
     async fn sync_all(&mut self) {
-        for i in 0..self.patterns.len() {
+        for i in 0..self.watched.len() {
             self.sync_tree(i).await;
         }
     }
 
     /// Replaces the tree's watches and re-lists it.
     async fn sync_tree(&mut self, i: usize) {
-        self.watches[i] = None;
-        self.current[i] = None;
+        self.watched[i].unwatch();
         self.generation += 1;
-        let pattern = self.patterns[i].clone();
+        let pattern = self.watched[i].pattern.clone();
         let mut result = self.list(i, &pattern).await;
         if self.mode == Mode::Persistent
             && self.cfg.watch_mode == WatchMode::Auto
@@ -570,24 +482,23 @@ impl<'a> Session<'a> {
             self.mode = Mode::Oneshot;
             result = self.list(i, &pattern).await;
         }
-        let mut g = self.state.write().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(listing) => {
-                if g.trees[i].sync_error().is_some() {
+                let listed = self.state.tree_listed(i, listing, Now::current());
+                if listed.recovered {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
-                g.apply_listing(i, listing, Now::current());
-                report_dropped(&self.cfg.name, &mut g);
-                self.current[i] = Some(self.generation);
+                if listed.drops_to_report {
+                    report_dropped(self.cfg);
+                }
+                self.watched[i].current = Some(self.generation);
             }
             Err(e) => {
-                self.watches[i] = None;
+                self.watched[i].watch = None;
                 let message = describe_sync_error(self.cfg, &pattern, &e);
-                let tree = &mut g.trees[i];
-                if tree.sync_error() != Some(message.as_str()) {
+                if self.state.tree_failed(i, message.clone()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
                 }
-                tree.sync_failed(message);
             }
         }
     }
@@ -597,7 +508,7 @@ impl<'a> Session<'a> {
         &mut self,
         i: usize,
         pattern: &TreePattern,
-    ) -> Result<Vec<(String, Vec<crate::model::tree::ChildNode>)>, zookeeper_client::Error> {
+    ) -> Result<Vec<(String, Vec<ChildNode>)>, zookeeper_client::Error> {
         match self.mode {
             Mode::Persistent => {
                 let watch = start_watch(
@@ -608,7 +519,7 @@ impl<'a> Session<'a> {
                     self.tx.clone(),
                 )
                 .await?;
-                self.watches[i] = Some(watch);
+                self.watched[i].watch = Some(watch);
                 list_tree(&self.client, pattern, &self.state).await
             }
             Mode::Oneshot => {
@@ -619,7 +530,7 @@ impl<'a> Session<'a> {
                 };
                 let (listing, levels) =
                     oneshot::list_tree(&self.client, pattern, &sink, &self.state).await?;
-                self.levels[i] = levels;
+                self.watched[i].levels = levels;
                 Ok(listing)
             }
         }

@@ -7,23 +7,17 @@
 //! after a reconnect, and when a failed sync is retried.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zookeeper_client::{AddWatchMode, Client, EventType, MultiReadResult, WatchedEvent};
+use zookeeper_client::{AddWatchMode, Client, EventType, WatchedEvent};
 
-use crate::model::SharedCluster;
+use super::read::{Op, as_child, as_children, join, multi_read};
+
 use crate::model::election::Now;
 use crate::model::tree::{ChildNode, PathKind, TreePattern};
+use crate::model::{SharedCluster, TreeChange};
 
-/// Operations per multi-read request. Large enough to amortise round trips,
-/// small enough that one reply stays well under ZooKeeper's 1 MiB packet
-/// limit for typical node data.
-const BATCH: usize = 256;
-/// Multi-read requests in flight at once during a listing.
-const IN_FLIGHT: usize = 4;
 /// Events applied under one lock and one multi-read.
 pub const MAX_EVENTS_PER_BATCH: usize = 1024;
 
@@ -47,15 +41,6 @@ impl Drop for TreeWatch {
     fn drop(&mut self) {
         // Dropping the task drops the PersistentWatcher, which unregisters it.
         self.forwarder.abort();
-    }
-}
-
-/// `parent/child`, without doubling the slash under `/`.
-pub fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
     }
 }
 
@@ -95,98 +80,31 @@ pub async fn start_watch(
     Ok(TreeWatch { forwarder })
 }
 
-/// Result of one read in a batch: `None` when the node does not exist.
-type Read<T> = Option<T>;
-
-/// Reads `paths` in multi-read batches, `IN_FLIGHT` at a time, preserving order.
-async fn multi_read<T>(
-    client: &Client,
-    paths: &[String],
-    children: bool,
-    state: &SharedCluster,
-    extract: fn(MultiReadResult) -> Result<Read<T>, zookeeper_client::Error>,
-) -> Result<Vec<Read<T>>, zookeeper_client::Error> {
-    let mut out = Vec::with_capacity(paths.len());
-    for group in paths.chunks(BATCH * IN_FLIGHT) {
-        let batches: Vec<_> = group
-            .chunks(BATCH)
-            .map(|chunk| read_batch(client, chunk, children, state, extract))
-            .collect();
-        for batch in join_all(batches).await {
-            out.extend(batch?);
-        }
-    }
-    Ok(out)
-}
-
-/// One multi-read request.
-async fn read_batch<T>(
-    client: &Client,
-    chunk: &[String],
-    children: bool,
-    state: &SharedCluster,
-    extract: fn(MultiReadResult) -> Result<Read<T>, zookeeper_client::Error>,
-) -> Result<Vec<Read<T>>, zookeeper_client::Error> {
-    let mut reader = client.new_multi_reader();
-    for path in chunk {
-        if children {
-            reader.add_get_children(path)?;
-        } else {
-            reader.add_get_data(path)?;
-        }
-    }
-    let started = Instant::now();
-    let results = reader.commit().await?;
-    observe(state, "multi_read", started.elapsed());
-    results.into_iter().map(extract).collect()
-}
-
-fn as_children(r: MultiReadResult) -> Result<Read<Vec<String>>, zookeeper_client::Error> {
-    match r {
-        MultiReadResult::Children { children } => Ok(Some(children)),
-        MultiReadResult::Error {
-            err: zookeeper_client::Error::NoNode,
-        } => Ok(None),
-        MultiReadResult::Error { err } => Err(err),
-        _ => Err(zookeeper_client::Error::UnexpectedError(
-            "multi-read returned data for a children request".into(),
-        )),
-    }
-}
-
-fn as_node(r: MultiReadResult) -> Result<Read<(Vec<u8>, i64, i64)>, zookeeper_client::Error> {
-    match r {
-        MultiReadResult::Data { data, stat } => Ok(Some((data, stat.ephemeral_owner, stat.ctime))),
-        MultiReadResult::Error {
-            err: zookeeper_client::Error::NoNode,
-        } => Ok(None),
-        MultiReadResult::Error { err } => Err(err),
-        _ => Err(zookeeper_client::Error::UnexpectedError(
-            "multi-read returned children for a data request".into(),
-        )),
-    }
-}
-
 /// Reads data and stat of `paths` (children of elections) as [`ChildNode`]s;
-/// nodes deleted meanwhile are left out.
+/// `None` for nodes deleted meanwhile.
 async fn read_children(
     client: &Client,
     paths: &[String],
     state: &SharedCluster,
 ) -> Result<Vec<Option<ChildNode>>, zookeeper_client::Error> {
-    let reads = multi_read(client, paths, false, state, as_node).await?;
-    Ok(paths
+    let timed = |took| state.request_observed("multi_read", took);
+    let reads = multi_read(client, paths, Op::Data, &timed).await?;
+    paths
         .iter()
         .zip(reads)
-        .map(|(path, read)| {
-            read.map(|(data, ephemeral_owner, ctime_ms)| ChildNode {
-                name: path.rsplit('/').next().unwrap_or_default().to_owned(),
-                data,
-                ephemeral_owner,
-                ctime_ms,
-            })
-        })
-        .collect())
+        .map(|(p, r)| as_child(p, r))
+        .collect()
+}
+
+/// Lists `paths`; `None` for nodes deleted meanwhile.
+async fn list_children(
+    client: &Client,
+    paths: &[String],
+    state: &SharedCluster,
+) -> Result<Vec<Option<Vec<String>>>, zookeeper_client::Error> {
+    let timed = |took| state.request_observed("multi_read", took);
+    let lists = multi_read(client, paths, Op::Children, &timed).await?;
+    lists.into_iter().map(as_children).collect()
 }
 
 /// Lists every election matching `pattern` with its children, level by level.
@@ -200,7 +118,7 @@ pub async fn list_tree(
         level = match segment {
             Some(literal) => level.iter().map(|p| join(p, literal)).collect(),
             None => {
-                let listed = multi_read(client, &level, true, state, as_children).await?;
+                let listed = list_children(client, &level, state).await?;
                 level
                     .iter()
                     .zip(listed)
@@ -214,7 +132,7 @@ pub async fn list_tree(
             }
         };
     }
-    let listed = multi_read(client, &level, true, state, as_children).await?;
+    let listed = list_children(client, &level, state).await?;
     let elections: Vec<(String, Vec<String>)> = level
         .into_iter()
         .zip(listed)
@@ -238,13 +156,14 @@ pub async fn list_tree(
 
 /// Applies a batch of events of one or more trees: reads the created or
 /// changed children in one multi-read, then applies everything in order under
-/// one lock.
+/// one lock. Returns whether the cardinality guard dropped series nobody
+/// was told about yet.
 pub async fn apply_events(
     client: &Client,
     patterns: &[TreePattern],
     events: Vec<TreeEvent>,
     state: &SharedCluster,
-) -> Result<(), zookeeper_client::Error> {
+) -> Result<bool, zookeeper_client::Error> {
     let mut to_read: Vec<String> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for e in &events {
@@ -260,37 +179,36 @@ pub async fn apply_events(
         }
     }
     let read = read_children(client, &to_read, state).await?;
-    let now = Now::current();
-    let mut guard = state.write().unwrap_or_else(|p| p.into_inner());
+    let mut changes = Vec::with_capacity(events.len());
     for e in &events {
         let path = e.event.path.as_str();
-        match (patterns[e.tree].classify(path), e.event.event_type) {
-            (PathKind::Parent, EventType::NodeCreated) => guard.parent_created(e.tree, path, now),
-            (PathKind::Parent, EventType::NodeDeleted) => guard.trees[e.tree].parent_deleted(path),
+        let change = match (patterns[e.tree].classify(path), e.event.event_type) {
+            (PathKind::Parent, EventType::NodeCreated) => TreeChange::ParentCreated(path.into()),
+            (PathKind::Parent, EventType::NodeDeleted) => TreeChange::ParentDeleted(path.into()),
             (
                 PathKind::Child { parent, .. },
                 EventType::NodeCreated | EventType::NodeDataChanged,
             ) => {
-                // Clone only when the same node had several events in the batch.
+                // A node with several events in the batch was read once;
+                // each of its events applies that one reading.
                 let node = index.get(path).and_then(|i| read[*i].clone());
-                if let Some(node) = node {
-                    guard.child_upserted(e.tree, parent, node, now);
+                match node {
+                    Some(child) => TreeChange::ChildUpserted {
+                        parent: parent.into(),
+                        child,
+                    },
+                    None => continue,
                 }
             }
             (PathKind::Child { parent, name }, EventType::NodeDeleted) => {
-                guard.trees[e.tree].child_deleted(parent, name, now)
+                TreeChange::ChildDeleted {
+                    parent: parent.into(),
+                    name: name.into(),
+                }
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        changes.push((e.tree, change));
     }
-    Ok(())
-}
-
-/// Records one request round trip in the session model.
-pub fn observe(state: &SharedCluster, op: &'static str, took: Duration) {
-    state
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .session
-        .observe_request(op, took);
+    Ok(state.trees_changed(changes, Now::current()))
 }

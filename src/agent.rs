@@ -1,0 +1,146 @@
+//! The agent: assembles each configured cluster (its models, its session,
+//! its four-letter-word poller, ghost check and canary) and runs them with
+//! the HTTP server until shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::info;
+
+use crate::config::{ClusterConfig, Config};
+use crate::model::tree::Tree;
+use crate::model::{ClusterState, SharedCluster};
+use crate::sources::fourlw::ghost::{self, GhostCheck};
+use crate::sources::fourlw::poller::Poller;
+use crate::{http, metrics, sources};
+
+/// Why the agent stopped other than by shutdown.
+#[derive(Debug)]
+pub enum AgentError {
+    /// The listen address cannot be bound (what to do is in the message).
+    Bind(String),
+    /// The HTTP server failed while serving.
+    Serve(std::io::Error),
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bind(message) => f.write_str(message),
+            Self::Serve(e) => write!(f, "HTTP server failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// One cluster, assembled: its shared models, its scrape-time poller and
+/// the tasks that feed the models.
+struct Cluster {
+    state: SharedCluster,
+    poller: Option<Arc<Poller>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The models of `cluster` before anything is known.
+fn models(cluster: &ClusterConfig) -> ClusterState {
+    let trees = cluster
+        .elections
+        .iter()
+        .map(|e| Tree::elections(e.pattern.clone(), e.identity.clone()))
+        .chain(
+            cluster
+                .groups
+                .iter()
+                .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
+        )
+        .collect();
+    let mut model = ClusterState::new(
+        cluster.name.clone(),
+        trees,
+        cluster.four_letter_words.enabled,
+    );
+    model.limits = cluster.limits;
+    model.discovery = cluster.discovery.enabled.then(Default::default);
+    model.canary = cluster.canary.is_some().then(Default::default);
+    model
+}
+
+/// Starts every source of `cluster`; they stop when `stop` flips to true.
+fn assemble(cluster: ClusterConfig, stop: &watch::Receiver<bool>) -> Cluster {
+    let state = SharedCluster::new(models(&cluster));
+    let fourlw = &cluster.four_letter_words;
+    let poller = fourlw.enabled.then(|| {
+        Arc::new(Poller::new(
+            cluster.name.clone(),
+            fourlw.clone(),
+            state.clone(),
+        ))
+    });
+    let mut tasks = Vec::new();
+    if cluster.diagnostics.enabled {
+        let check = GhostCheck {
+            cluster: cluster.name.clone(),
+            servers: fourlw.servers.clone(),
+            pace: cluster.diagnostics.cons_interval,
+            timeout: fourlw.timeout,
+            watches: cluster.diagnostics.watches,
+        };
+        tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
+    }
+    if let Some(canary) = cluster.canary.clone() {
+        tasks.push(tokio::spawn(sources::canary::run(
+            cluster.clone(),
+            canary,
+            state.clone(),
+            stop.clone(),
+        )));
+    }
+    tasks.push(tokio::spawn(sources::zk::session::run_cluster(
+        cluster,
+        state.clone(),
+        stop.clone(),
+    )));
+    Cluster {
+        state,
+        poller,
+        tasks,
+    }
+}
+
+/// Runs the agent until `shutdown` resolves, then stops every task and
+/// finishes in-flight requests.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+    let listener = http::bind(config.web.listen_address)
+        .await
+        .map_err(AgentError::Bind)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let clusters: Vec<Cluster> = config
+        .clusters
+        .into_iter()
+        .map(|c| assemble(c, &stop_rx))
+        .collect();
+    let states: Vec<SharedCluster> = clusters.iter().map(|c| c.state.clone()).collect();
+    let app = http::AppState {
+        exposition: Arc::new(metrics::Exposition::new(states.clone())),
+        clusters: states,
+        pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
+    };
+    info!(address = %config.web.listen_address, "serving /metrics");
+    let mut http_stop = stop_rx.clone();
+    let server = tokio::spawn(http::serve(listener, app, async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
+    shutdown.await;
+    info!("shutting down");
+    let _ = stop_tx.send(true);
+    for task in clusters.into_iter().flat_map(|c| c.tasks) {
+        let _ = task.await;
+    }
+    match server.await {
+        Ok(result) => result.map_err(AgentError::Serve),
+        Err(e) => Err(AgentError::Serve(std::io::Error::other(e))),
+    }
+}

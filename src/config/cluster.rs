@@ -1,0 +1,209 @@
+//! Validation of one `[[clusters]]` table.
+
+use std::time::Duration;
+
+use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawProbe};
+use super::validate::*;
+use super::*;
+use crate::model::Limits;
+use crate::model::candidate::IdentityMode;
+use crate::model::groups::GroupSpec;
+use crate::model::tree::TreePattern;
+
+pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigError> {
+    let name = c.name.unwrap_or_else(|| "default".to_owned());
+    if name.trim().is_empty() {
+        return Err(ConfigError::new(format!("{key}.name"), "must not be empty"));
+    }
+    if c.servers.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.servers"),
+            "is empty: list at least one \"host:port\"",
+        ));
+    }
+    let servers = c
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(j, s)| validate_server(&format!("{key}.servers[{j}]"), s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let session_timeout = bounded_duration(
+        &format!("{key}.session_timeout"),
+        c.session_timeout.as_deref(),
+        DEFAULT_SESSION_TIMEOUT,
+        &Bounds {
+            min: Duration::from_millis(100),
+            max: Duration::from_secs(3600),
+            says: "must be between 100ms and 1h (the server further bounds it by 2..20 × tickTime)",
+        },
+    )?;
+    let latency_probe_interval = bounded_duration(
+        &format!("{key}.latency_probe_interval"),
+        c.latency_probe_interval.as_deref(),
+        DEFAULT_PROBE_INTERVAL,
+        &AT_LEAST_100MS,
+    )?;
+    let four_letter_words = validate_four_letter_words(
+        &format!("{key}.four_letter_words"),
+        c.four_letter_words.unwrap_or_default(),
+        &servers,
+    )?;
+    let elections = validate_elections(key, c.elections)?;
+    let groups = validate_groups(key, c.groups)?;
+    let diagnostics = validate_ghost_check(
+        &format!("{key}.diagnostics"),
+        c.diagnostics.unwrap_or_default(),
+        four_letter_words.enabled,
+    )?;
+    let discovery = validate_discovery(
+        &format!("{key}.discovery"),
+        c.discovery.unwrap_or_default(),
+        elections.is_empty() && groups.is_empty(),
+    )?;
+    Ok(ClusterConfig {
+        name,
+        servers,
+        chroot: validate_chroot(key, c.chroot.as_deref())?,
+        session_timeout,
+        latency_probe_interval,
+        watch_mode: validate_watch_mode(key, c.watch_mode.as_deref())?,
+        auth: c
+            .auth
+            .map(|a| validate_auth(&format!("{key}.auth"), a))
+            .transpose()?,
+        elections,
+        groups,
+        four_letter_words,
+        limits: Limits {
+            max_elections: c.max_elections.unwrap_or(Limits::default().max_elections),
+            max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
+        },
+        discovery,
+        diagnostics,
+        canary: validate_canary(&format!("{key}.probe"), c.probe)?,
+    })
+}
+
+fn validate_chroot(key: &str, chroot: Option<&str>) -> Result<Option<String>, ConfigError> {
+    match chroot {
+        None | Some("/") | Some("") => Ok(None),
+        Some(p) if !p.starts_with('/') || p.ends_with('/') || p.contains("//") => {
+            Err(ConfigError::new(
+                format!("{key}.chroot"),
+                format!(
+                    "`{p}` must be an absolute path like \"/apps/prod\" without a trailing `/`"
+                ),
+            ))
+        }
+        Some(p) => Ok(Some(p.to_owned())),
+    }
+}
+
+fn validate_watch_mode(key: &str, mode: Option<&str>) -> Result<WatchMode, ConfigError> {
+    match mode {
+        None | Some("auto") => Ok(WatchMode::Auto),
+        Some("persistent") => Ok(WatchMode::Persistent),
+        Some("oneshot") => Ok(WatchMode::Oneshot),
+        Some(other) => Err(ConfigError::new(
+            format!("{key}.watch_mode"),
+            format!("`{other}` is not a watch mode; use \"auto\", \"persistent\" or \"oneshot\""),
+        )),
+    }
+}
+
+fn validate_elections(
+    key: &str,
+    raw: Vec<RawElection>,
+) -> Result<Vec<ElectionConfig>, ConfigError> {
+    let mut elections = Vec::new();
+    for (j, e) in raw.into_iter().enumerate() {
+        let ekey = format!("{key}.elections[{j}]");
+        let pattern =
+            TreePattern::parse(&e.path).map_err(|m| ConfigError::new(format!("{ekey}.path"), m))?;
+        let identity = IdentityMode::parse(e.identity.as_deref().unwrap_or("data"))
+            .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
+        elections.push(ElectionConfig { pattern, identity });
+    }
+    Ok(elections)
+}
+
+fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, ConfigError> {
+    let mut groups = Vec::new();
+    for (j, g) in raw.into_iter().enumerate() {
+        let gkey = format!("{key}.groups[{j}]");
+        let pattern =
+            TreePattern::parse(&g.path).map_err(|m| ConfigError::new(format!("{gkey}.path"), m))?;
+        let member = IdentityMode::parse(g.member.as_deref().unwrap_or("node")).map_err(|m| {
+            ConfigError::new(
+                format!("{gkey}.member"),
+                m.replace("identity mode", "member mode"),
+            )
+        })?;
+        groups.push(GroupConfig {
+            pattern,
+            spec: GroupSpec {
+                member,
+                min_members: g.min_members,
+                export_members: g.export_members.unwrap_or(false),
+            },
+        });
+    }
+    Ok(groups)
+}
+
+/// `[clusters.diagnostics]`: the ghost-master check.
+fn validate_ghost_check(
+    key: &str,
+    raw: RawDiagnostics,
+    four_letter_words: bool,
+) -> Result<DiagnosticsConfig, ConfigError> {
+    let cons_key = format!("{key}.cons_interval");
+    let cons_interval = match raw.cons_interval.as_deref() {
+        None | Some("auto") => ConsInterval::Auto,
+        text => {
+            let interval = bounded_duration(&cons_key, text, Duration::ZERO, &AT_LEAST_100MS)
+                .map_err(|e| match text.map(humantime::parse_duration) {
+                    Some(Err(_)) => {
+                        ConfigError::new(&cons_key, format!("{}, or \"auto\"", e.message))
+                    }
+                    _ => e,
+                })?;
+            ConsInterval::Every(interval)
+        }
+    };
+    Ok(DiagnosticsConfig {
+        enabled: raw.enabled.unwrap_or(four_letter_words),
+        cons_interval,
+        watches: raw.watches.unwrap_or(false),
+    })
+}
+
+/// `[clusters.probe]`: the failover canary, when present and enabled.
+fn validate_canary(key: &str, raw: Option<RawProbe>) -> Result<Option<CanaryConfig>, ConfigError> {
+    let Some(raw) = raw.filter(|r| r.enabled.unwrap_or(true)) else {
+        return Ok(None);
+    };
+    let path = raw
+        .path
+        .unwrap_or_else(|| "/zk-election-exporter/probe".to_owned());
+    TreePattern::parse(&path)
+        .ok()
+        .filter(|p| p.segments().iter().all(Option::is_some))
+        .ok_or_else(|| {
+            ConfigError::new(
+                format!("{key}.path"),
+                format!("`{path}` must be an absolute path without `*`"),
+            )
+        })?;
+    let interval = bounded_duration(
+        &format!("{key}.interval"),
+        raw.interval.as_deref(),
+        Duration::from_secs(30),
+        &AT_LEAST_100MS,
+    )?;
+    Ok(Some(CanaryConfig {
+        path,
+        interval,
+        write: raw.write.unwrap_or(true),
+    }))
+}

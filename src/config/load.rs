@@ -1,0 +1,194 @@
+//! Loading: the file, the environment and the command-line flags merged in
+//! that order of increasing precedence.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+
+use super::cluster::validate_cluster;
+use super::raw::{RawCluster, RawConfig, RawElection, RawGroup};
+use super::{Config, ConfigError, DEFAULT_LISTEN_ADDRESS, ENV_PREFIX, Overrides, WebConfig};
+
+/// Loads and validates configuration from `overrides.config_file` (if any),
+/// the `ZK_EXPORTER_*` variables in `env`, and the flags in `overrides`.
+pub fn load(
+    overrides: &Overrides,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Config, ConfigError> {
+    let mut builder = config::Config::builder();
+    if let Some(path) = &overrides.config_file {
+        check_readable(path)?;
+        builder = builder.add_source(
+            config::File::from(path.as_path())
+                .format(config::FileFormat::Toml)
+                .required(true),
+        );
+    }
+    let prefix = format!("{ENV_PREFIX}_");
+    let env: HashMap<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(&prefix) && !overrides.cli_env_vars.contains(k))
+        .collect();
+    builder = builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .source(Some(env)),
+    );
+    if let Some(addr) = &overrides.listen_address {
+        builder = builder
+            .set_override("web.listen_address", addr.as_str())
+            .map_err(|e| ConfigError::new("--web.listen-address", e.to_string()))?;
+    }
+    let source = overrides
+        .config_file
+        .as_ref()
+        .map_or("environment".to_owned(), |p| p.display().to_string());
+    let built = builder.build().map_err(|e| {
+        ConfigError::new(
+            "",
+            format!("invalid configuration: {}", one_line(&e.to_string())),
+        )
+    })?;
+    let mut raw: RawConfig = built.try_deserialize().map_err(|e| {
+        ConfigError::new(
+            "",
+            format!(
+                "invalid configuration in {source}: {}",
+                one_line(&e.to_string())
+            ),
+        )
+    })?;
+    apply_quick_start(&mut raw, overrides)?;
+    let mut config = validate(raw)?;
+    if let Some(enabled) = overrides.four_letter_words {
+        for cluster in &mut config.clusters {
+            cluster.four_letter_words.enabled = enabled;
+            // Diagnostics are four-letter words too.
+            cluster.diagnostics.enabled &= enabled;
+        }
+    }
+    Ok(config)
+}
+
+/// Folds a multi-line parser message (TOML errors draw the offending line
+/// with a caret) into one line: the position, the reason, the file.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with('|')
+                && !l
+                    .split_once(" |")
+                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace(": in ", " in ")
+}
+
+fn check_readable(path: &Path) -> Result<(), ConfigError> {
+    std::fs::metadata(path).map(|_| ()).map_err(|e| {
+        ConfigError::new(
+            "--config",
+            format!("cannot read configuration file {}: {e}", path.display()),
+        )
+    })
+}
+
+/// `--zk`, `--election` and `--identity` shape the first cluster.
+fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigError> {
+    if let Some(zk) = &o.zk {
+        if raw.clusters.is_empty() {
+            raw.clusters.push(RawCluster::default());
+        }
+        raw.clusters[0].servers = zk
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+    }
+    if !o.elections.is_empty() {
+        let Some(first) = raw.clusters.first_mut() else {
+            return Err(ConfigError::new(
+                "--election",
+                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
+            ));
+        };
+        first.elections = o
+            .elections
+            .iter()
+            .map(|path| RawElection {
+                path: path.clone(),
+                identity: o.identity.clone(),
+            })
+            .collect();
+    }
+    if !o.groups.is_empty() {
+        let Some(first) = raw.clusters.first_mut() else {
+            return Err(ConfigError::new(
+                "--group",
+                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
+            ));
+        };
+        first.groups = o
+            .groups
+            .iter()
+            .map(|path| RawGroup {
+                path: path.clone(),
+                member: None,
+                min_members: None,
+                export_members: None,
+            })
+            .collect();
+    }
+    if o.elections.is_empty() && o.identity.is_some() {
+        return Err(ConfigError::new(
+            "--identity",
+            "only applies to --election; set `identity` per election in the file",
+        ));
+    }
+    Ok(())
+}
+
+/// Validates the whole configuration: the web side and every cluster.
+fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+    let listen = raw
+        .web
+        .listen_address
+        .unwrap_or_else(|| DEFAULT_LISTEN_ADDRESS.to_owned());
+    let listen_address = listen.parse::<SocketAddr>().map_err(|_| {
+        ConfigError::new(
+            "web.listen_address",
+            format!("`{listen}` is not IP:PORT (e.g. \"0.0.0.0:9141\" or \"[::1]:9141\")"),
+        )
+    })?;
+    if raw.clusters.is_empty() {
+        return Err(ConfigError::new(
+            "clusters",
+            "no ZooKeeper cluster configured: pass --zk HOST:PORT or add a [[clusters]] table",
+        ));
+    }
+    let mut names = BTreeSet::new();
+    let mut clusters = Vec::new();
+    for (i, c) in raw.clusters.into_iter().enumerate() {
+        let key = format!("clusters[{i}]");
+        let cluster = validate_cluster(&key, c)?;
+        if !names.insert(cluster.name.clone()) {
+            return Err(ConfigError::new(
+                format!("{key}.name"),
+                format!(
+                    "cluster name `{}` is used twice; names must be unique",
+                    cluster.name
+                ),
+            ));
+        }
+        clusters.push(cluster);
+    }
+    Ok(Config {
+        web: WebConfig { listen_address },
+        clusters,
+    })
+}

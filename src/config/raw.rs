@@ -1,0 +1,116 @@
+//! The raw shape of the configuration, as written in TOML or environment
+//! variables; `validate` turns it into typed values.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::Secret;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    #[serde(default)]
+    pub(super) web: RawWeb,
+    #[serde(default)]
+    pub(super) clusters: Vec<RawCluster>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWeb {
+    pub(super) listen_address: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCluster {
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) servers: Vec<String>,
+    pub(super) chroot: Option<String>,
+    pub(super) session_timeout: Option<String>,
+    pub(super) latency_probe_interval: Option<String>,
+    pub(super) watch_mode: Option<String>,
+    pub(super) auth: Option<RawAuth>,
+    #[serde(default)]
+    pub(super) elections: Vec<RawElection>,
+    #[serde(default)]
+    pub(super) groups: Vec<RawGroup>,
+    pub(super) four_letter_words: Option<RawFourLetterWords>,
+    pub(super) max_elections: Option<usize>,
+    pub(super) max_groups: Option<usize>,
+    pub(super) discovery: Option<RawDiscovery>,
+    pub(super) diagnostics: Option<RawDiagnostics>,
+    pub(super) probe: Option<RawProbe>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProbe {
+    pub(super) enabled: Option<bool>,
+    pub(super) path: Option<String>,
+    pub(super) interval: Option<String>,
+    pub(super) write: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDiagnostics {
+    pub(super) enabled: Option<bool>,
+    pub(super) cons_interval: Option<String>,
+    pub(super) watches: Option<bool>,
+}
+
+/// `true`, `false` or `"auto"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawAuto {
+    Flag(bool),
+    Word(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDiscovery {
+    pub(super) enabled: Option<RawAuto>,
+    pub(super) root: Option<String>,
+    pub(super) exclude: Option<Vec<String>>,
+    pub(super) max_nodes: Option<usize>,
+    pub(super) interval: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    pub(super) path: String,
+    pub(super) member: Option<String>,
+    pub(super) min_members: Option<u32>,
+    pub(super) export_members: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFourLetterWords {
+    pub(super) enabled: Option<bool>,
+    pub(super) servers: Option<Vec<String>>,
+    pub(super) commands: Option<Vec<String>>,
+    pub(super) timeout: Option<String>,
+    pub(super) min_interval: Option<String>,
+    pub(super) admin_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAuth {
+    pub(super) scheme: Option<String>,
+    pub(super) credentials: Option<Secret>,
+    pub(super) credentials_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawElection {
+    pub(super) path: String,
+    pub(super) identity: Option<String>,
+}

@@ -1,0 +1,297 @@
+use super::*;
+use std::io::Write;
+
+fn file(contents: &str) -> tempfile_lite::TempFile {
+    tempfile_lite::TempFile::new("toml", contents)
+}
+
+fn load_file(contents: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let f = file(contents);
+    let o = Overrides {
+        config_file: Some(f.path().to_owned()),
+        ..Default::default()
+    };
+    load(&o, env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+}
+
+/// A tiny temp-file helper; a dependency would be overkill for tests.
+mod tempfile_lite {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    pub struct TempFile(PathBuf);
+    static N: AtomicU32 = AtomicU32::new(0);
+
+    impl TempFile {
+        pub fn new(ext: &str, contents: &str) -> Self {
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let path =
+                std::env::temp_dir().join(format!("zkee-test-{}-{n}.{ext}", std::process::id()));
+            std::fs::write(&path, contents).unwrap();
+            Self(path)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+const FULL: &str = r#"
+[web]
+listen_address = "127.0.0.1:9999"
+[[clusters]]
+name = "prod"
+servers = ["zk1:2181", "zk2", "[::1]:2182"]
+chroot = "/apps"
+session_timeout = "6s"
+auth = { scheme = "digest", credentials = "user:s3cret" }
+[[clusters.elections]]
+path = "/wechat/bots/*"
+identity = "json:/device"
+[[clusters.elections]]
+path = "/locks/*"
+"#;
+
+#[test]
+fn full_file_loads() {
+    let c = load_file(FULL, &[]).unwrap();
+    assert_eq!(c.web.listen_address.to_string(), "127.0.0.1:9999");
+    let p = &c.clusters[0];
+    assert_eq!(p.name, "prod");
+    assert_eq!(p.connect_string(), "zk1:2181,zk2:2181,[::1]:2182/apps");
+    assert_eq!(p.session_timeout, Duration::from_secs(6));
+    assert_eq!(p.elections.len(), 2);
+    assert!(matches!(p.elections[1].identity, IdentityMode::Data));
+    assert!(
+        !format!("{c:?}").contains("s3cret"),
+        "secrets never in Debug"
+    );
+}
+
+#[test]
+fn precedence_flags_over_env_over_file() {
+    let env = [("ZK_EXPORTER_WEB__LISTEN_ADDRESS", "127.0.0.1:1111")];
+    assert_eq!(
+        load_file(FULL, &env).unwrap().web.listen_address.port(),
+        1111
+    );
+    let f = file(FULL);
+    let o = Overrides {
+        config_file: Some(f.path().to_owned()),
+        listen_address: Some("127.0.0.1:2222".into()),
+        zk: Some("other:2181".into()),
+        elections: vec!["/x/*".into()],
+        ..Default::default()
+    };
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    let c = load(&o, env).unwrap();
+    assert_eq!(c.web.listen_address.port(), 2222);
+    assert_eq!(c.clusters[0].servers, vec!["other:2181"]);
+    assert_eq!(c.clusters[0].elections[0].pattern.as_str(), "/x/*");
+}
+
+#[test]
+fn quick_start_without_file() {
+    let o = Overrides {
+        zk: Some("127.0.0.1:2181".into()),
+        elections: vec!["/wechat/bots/*".into()],
+        cli_env_vars: crate::cli::Cli::env_vars(),
+        ..Default::default()
+    };
+    // The flags' own variables are the command line's, not configuration keys.
+    for var in [
+        "ZK_EXPORTER_CONFIG",
+        "ZK_EXPORTER_ZK",
+        "ZK_EXPORTER_ELECTION",
+        "ZK_EXPORTER_LOG",
+    ] {
+        assert!(o.cli_env_vars.iter().any(|v| v == var), "{var}");
+    }
+    let c = load(&o, [("ZK_EXPORTER_ZK".to_string(), "ignored".to_string())]).unwrap();
+    assert_eq!(c.web.listen_address.to_string(), DEFAULT_LISTEN_ADDRESS);
+    assert_eq!(c.clusters[0].name, "default");
+    assert_eq!(c.clusters[0].session_timeout, DEFAULT_SESSION_TIMEOUT);
+}
+
+fn err(contents: &str) -> String {
+    load_file(contents, &[]).unwrap_err().to_string()
+}
+
+#[test]
+fn errors_name_the_key() {
+    let base = "[[clusters]]\nservers=[\"a:1\"]\n";
+    assert!(err("[web]\nlisten = 1").contains("unknown field `listen`"));
+    assert!(err("[[clusters]]\nservers=[\"a:1\"]\nfoo=1").contains("unknown field `foo`"));
+    assert_eq!(
+        err("[[clusters]]\nservers=[]"),
+        "clusters[0].servers: is empty: list at least one \"host:port\""
+    );
+    assert!(
+        err(&format!("{base}session_timeout=\"10 parsecs\""))
+            .starts_with("clusters[0].session_timeout: `10 parsecs` is not a duration")
+    );
+    assert!(
+        err(&format!("{base}[[clusters.elections]]\npath=\"/a/**\""))
+            .starts_with("clusters[0].elections[0].path:")
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/a/*\"\nidentity=\"regex:(\""
+        ))
+        .starts_with("clusters[0].elections[0].identity: invalid regex")
+    );
+    assert!(
+        err(&format!(
+            "{base}auth={{credentials_file=\"/nonexistent/zk\"}}"
+        ))
+        .starts_with("clusters[0].auth.credentials_file: cannot read /nonexistent/zk")
+    );
+    assert!(err("[[clusters]]\nservers=[\"a:99999\"]").starts_with("clusters[0].servers[0]:"));
+    assert!(
+        err("[web]\nlisten_address=\"nope\"\n[[clusters]]\nservers=[\"a\"]")
+            .starts_with("web.listen_address:")
+    );
+    assert!(err("").starts_with("clusters: no ZooKeeper cluster configured"));
+    assert!(
+        err("[[clusters]\n").contains("invalid") || err("[[clusters]\n").contains("cannot read")
+    );
+}
+
+#[test]
+fn cons_interval_is_auto_unless_set() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let pace = |extra: &str| {
+        load_file(&format!("{base}{extra}"), &[]).map(|c| c.clusters[0].diagnostics.cons_interval)
+    };
+    assert_eq!(pace("").unwrap(), ConsInterval::Auto);
+    assert_eq!(
+        pace("[clusters.diagnostics]\ncons_interval=\"auto\"").unwrap(),
+        ConsInterval::Auto
+    );
+    assert_eq!(
+        pace("[clusters.diagnostics]\ncons_interval=\"2s\"").unwrap(),
+        ConsInterval::Every(Duration::from_secs(2))
+    );
+    let e = pace("[clusters.diagnostics]\ncons_interval=\"often\"").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("clusters[0].diagnostics.cons_interval: `often` is not a duration")
+            && e.to_string().ends_with("or \"auto\""),
+        "{e}"
+    );
+    assert_eq!(
+        pace("[clusters.diagnostics]\ncons_interval=\"10ms\"")
+            .unwrap_err()
+            .to_string(),
+        "clusters[0].diagnostics.cons_interval: must be at least 100ms"
+    );
+}
+
+#[test]
+fn four_letter_words_defaults_and_errors() {
+    let c = load_file("[[clusters]]\nservers=[\"a:1\",\"b\"]\n", &[]).unwrap();
+    let f = &c.clusters[0].four_letter_words;
+    assert!(f.enabled);
+    assert_eq!(f.servers, vec!["a:1", "b:2181"]);
+    assert_eq!(f.commands, Command::DEFAULT.to_vec());
+    assert_eq!(
+        (f.timeout, f.min_interval),
+        (Duration::from_secs(2), Duration::from_secs(1))
+    );
+    let base = "[[clusters]]\nservers=[\"a\"]\n[clusters.four_letter_words]\n";
+    assert!(
+        err(&format!("{base}commands=[\"mntr\",\"kill\"]")).starts_with(
+            "clusters[0].four_letter_words.commands[1]: `kill` is not a supported command"
+        )
+    );
+    assert!(
+        err(&format!("{base}timeout=\"0s\"")).starts_with("clusters[0].four_letter_words.timeout")
+    );
+    assert!(
+        err(&format!("{base}admin_url=\"https://x\""))
+            .starts_with("clusters[0].four_letter_words.admin_url")
+    );
+    assert!(err(&format!("{base}bogus=1")).contains("unknown field `bogus`"));
+    let o = Overrides {
+        zk: Some("a:1".into()),
+        four_letter_words: Some(false),
+        ..Default::default()
+    };
+    assert!(
+        !load(&o, std::iter::empty()).unwrap().clusters[0]
+            .four_letter_words
+            .enabled
+    );
+}
+
+#[test]
+fn discovery_is_auto_when_nothing_is_configured() {
+    let c = load_file("[[clusters]]\nservers=[\"a\"]\n", &[]).unwrap();
+    let d = &c.clusters[0].discovery;
+    assert!(d.enabled);
+    assert_eq!((d.root.as_str(), d.max_nodes), ("/", 100_000));
+    assert_eq!(d.exclude, vec!["/zookeeper"]);
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/a/*\"\n",
+        &[],
+    )
+    .unwrap();
+    assert!(
+        !c.clusters[0].discovery.enabled,
+        "auto is off once something is configured"
+    );
+    let c = load_file("[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/a/*\"\n[clusters.discovery]\nenabled=true\ninterval=\"30s\"\n", &[]).unwrap();
+    assert!(c.clusters[0].discovery.enabled);
+    assert_eq!(c.clusters[0].discovery.interval, Duration::from_secs(30));
+    assert!(
+        err("[[clusters]]\nservers=[\"a\"]\n[clusters.discovery]\nenabled=\"maybe\"\n")
+            .starts_with("clusters[0].discovery.enabled")
+    );
+    assert!(
+        err("[[clusters]]\nservers=[\"a\"]\n[clusters.discovery]\nmax_nodes=0\n")
+            .starts_with("clusters[0].discovery.max_nodes")
+    );
+}
+
+#[test]
+fn the_shipped_example_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config.toml");
+    let o = Overrides {
+        config_file: Some(path.into()),
+        ..Default::default()
+    };
+    let c = load(&o, std::iter::empty()).unwrap();
+    assert_eq!(c.clusters.len(), 2);
+    assert_eq!(c.clusters[0].elections.len(), 2);
+    assert!(c.clusters[0].chroot.is_none());
+}
+
+#[test]
+fn bad_credentials_are_reported_without_the_secret() {
+    let e = err("[[clusters]]\nservers=[\"a\"]\nauth={credentials=\"nocolonsecret\"}");
+    assert!(e.contains("user:password"), "{e}");
+    assert!(!e.contains("nocolonsecret"), "{e}");
+}
+
+#[test]
+fn credentials_file_is_read_and_trimmed() {
+    let creds = file("");
+    {
+        let mut f = std::fs::File::create(creds.path()).unwrap();
+        writeln!(f, "bob:pw").unwrap();
+    }
+    let toml = format!(
+        "[[clusters]]\nservers=[\"a\"]\nauth={{credentials_file=\"{}\"}}",
+        creds.path().display()
+    );
+    let c = load_file(&toml, &[]).unwrap();
+    assert_eq!(
+        c.clusters[0].auth.as_ref().unwrap().credentials.expose(),
+        "bob:pw"
+    );
+}

@@ -1,0 +1,272 @@
+//! Validation of the whole configuration and of its shared pieces (servers,
+//! credentials, durations), with messages that name the key.
+
+use std::time::Duration;
+
+use super::raw::{RawAuth, RawAuto, RawDiscovery, RawFourLetterWords};
+use super::*;
+use crate::fourlw::Command;
+
+/// Where a duration must lie, and how the error says so.
+pub(super) struct Bounds {
+    pub min: Duration,
+    pub max: Duration,
+    pub says: &'static str,
+}
+
+impl Bounds {
+    /// At least `min`, no upper bound.
+    pub const fn at_least(min: Duration, says: &'static str) -> Self {
+        Self {
+            min,
+            max: Duration::MAX,
+            says,
+        }
+    }
+}
+
+/// At least 100 ms: the floor of every interval.
+pub(super) const AT_LEAST_100MS: Bounds =
+    Bounds::at_least(Duration::from_millis(100), "must be at least 100ms");
+
+/// The duration at `key` (`default` when absent) within `bounds`.
+pub(super) fn bounded_duration(
+    key: &str,
+    value: Option<&str>,
+    default: Duration,
+    bounds: &Bounds,
+) -> Result<Duration, ConfigError> {
+    let d = parse_duration(key, value, default)?;
+    if d < bounds.min || d > bounds.max {
+        return Err(ConfigError::new(key, bounds.says));
+    }
+    Ok(d)
+}
+
+pub(super) fn parse_duration(
+    key: &str,
+    value: Option<&str>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let Some(text) = value else {
+        return Ok(default);
+    };
+    humantime::parse_duration(text).map_err(|e| {
+        ConfigError::new(
+            key,
+            format!("`{text}` is not a duration ({e}); write e.g. \"10s\", \"1500ms\", \"2m\""),
+        )
+    })
+}
+
+pub(super) fn validate_discovery(
+    key: &str,
+    raw: RawDiscovery,
+    nothing_configured: bool,
+) -> Result<DiscoveryConfig, ConfigError> {
+    let enabled = match raw.enabled {
+        None => nothing_configured,
+        Some(RawAuto::Flag(b)) => b,
+        Some(RawAuto::Word(w)) if w == "auto" => nothing_configured,
+        Some(RawAuto::Word(w)) => {
+            return Err(ConfigError::new(
+                format!("{key}.enabled"),
+                format!("`{w}` is not true, false or \"auto\""),
+            ));
+        }
+    };
+    let root = raw.root.unwrap_or_else(|| "/".to_owned());
+    if !root.starts_with('/') || (root.len() > 1 && root.ends_with('/')) {
+        return Err(ConfigError::new(
+            format!("{key}.root"),
+            format!("`{root}` must be an absolute path like \"/\" or \"/apps\""),
+        ));
+    }
+    let exclude = raw.exclude.unwrap_or_else(|| vec!["/zookeeper".to_owned()]);
+    for (j, e) in exclude.iter().enumerate() {
+        if !e.starts_with('/') {
+            return Err(ConfigError::new(
+                format!("{key}.exclude[{j}]"),
+                format!("`{e}` must be an absolute path"),
+            ));
+        }
+    }
+    let max_nodes = raw.max_nodes.unwrap_or(100_000);
+    if max_nodes == 0 {
+        return Err(ConfigError::new(
+            format!("{key}.max_nodes"),
+            "must be at least 1",
+        ));
+    }
+    let interval = bounded_duration(
+        &format!("{key}.interval"),
+        raw.interval.as_deref(),
+        Duration::from_secs(300),
+        &Bounds::at_least(Duration::from_secs(1), "must be at least 1s"),
+    )?;
+    Ok(DiscoveryConfig {
+        enabled,
+        root,
+        exclude,
+        max_nodes,
+        interval,
+    })
+}
+
+pub(super) fn validate_four_letter_words(
+    key: &str,
+    raw: RawFourLetterWords,
+    cluster_servers: &[String],
+) -> Result<FourLetterWordsConfig, ConfigError> {
+    let servers = match raw.servers {
+        None => cluster_servers.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for (j, s) in list.iter().enumerate() {
+                out.push(validate_server(&format!("{key}.servers[{j}]"), s)?);
+            }
+            out
+        }
+    };
+    let commands = match raw.commands {
+        None => Command::DEFAULT.to_vec(),
+        Some(names) => {
+            let mut out: Vec<Command> = Vec::new();
+            for (j, name) in names.iter().enumerate() {
+                let command = Command::parse(name).ok_or_else(|| {
+                    let known: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
+                    ConfigError::new(
+                        format!("{key}.commands[{j}]"),
+                        format!(
+                            "`{name}` is not a supported command; choose from {}",
+                            known.join(", ")
+                        ),
+                    )
+                })?;
+                if !out.contains(&command) {
+                    out.push(command);
+                }
+            }
+            if out.is_empty() {
+                return Err(ConfigError::new(
+                    format!("{key}.commands"),
+                    "is empty; list commands or set `enabled = false`",
+                ));
+            }
+            out
+        }
+    };
+    let timeout = bounded_duration(
+        &format!("{key}.timeout"),
+        raw.timeout.as_deref(),
+        DEFAULT_FOURLW_TIMEOUT,
+        &Bounds {
+            min: Duration::from_millis(10),
+            max: Duration::from_secs(60),
+            says: "must be between 10ms and 60s",
+        },
+    )?;
+    let min_interval = parse_duration(
+        &format!("{key}.min_interval"),
+        raw.min_interval.as_deref(),
+        DEFAULT_FOURLW_MIN_INTERVAL,
+    )?;
+    if let Some(url) = &raw.admin_url
+        && !url.starts_with("http://")
+    {
+        return Err(ConfigError::new(
+            format!("{key}.admin_url"),
+            format!(
+                "`{url}` must be a plain http:// URL such as \"http://{{host}}:8080/commands\""
+            ),
+        ));
+    }
+    Ok(FourLetterWordsConfig {
+        enabled: raw.enabled.unwrap_or(true),
+        servers,
+        commands,
+        timeout,
+        min_interval,
+        admin_url: raw.admin_url,
+    })
+}
+
+/// Accepts `host:port`, `[v6]:port` and bare `host` (port 2181, as ZooKeeper's
+/// own connect-string parser does).
+pub(super) fn validate_server(key: &str, s: &str) -> Result<String, ConfigError> {
+    let s = s.trim();
+    let bad = |why: &str| ConfigError::new(key, format!("`{s}` {why}; write \"host:port\""));
+    if s.is_empty() || s.contains(['/', ',', ' ']) {
+        return Err(bad("is not a server address"));
+    }
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("has an unclosed `[`"))?;
+        (format!("[{host}]"), after.strip_prefix(':'))
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), Some(p)),
+            None => (s.to_owned(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(bad("has no host"));
+    }
+    let port = match port {
+        None => 2181,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| bad("has an invalid port"))?,
+    };
+    Ok(format!("{host}:{port}"))
+}
+
+pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<DigestAuth, ConfigError> {
+    let scheme = a.scheme.as_deref().unwrap_or("digest");
+    if scheme != "digest" {
+        return Err(ConfigError::new(
+            format!("{key}.scheme"),
+            format!("`{scheme}` is not supported; only \"digest\" is"),
+        ));
+    }
+    let (credentials, origin) = match (a.credentials, a.credentials_file) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::new(
+                key,
+                "set either `credentials` or `credentials_file`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ConfigError::new(
+                key,
+                "needs `credentials = \"user:password\"` or `credentials_file = \"/path\"`",
+            ));
+        }
+        (Some(c), None) => (c, "credentials".to_owned()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                ConfigError::new(
+                    format!("{key}.credentials_file"),
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            (Secret::new(text.trim()), path.display().to_string())
+        }
+    };
+    match credentials.expose().split_once(':') {
+        Some((user, _)) if !user.is_empty() => {}
+        _ => {
+            return Err(ConfigError::new(
+                key,
+                format!("digest credentials from {origin} must have the form user:password"),
+            ));
+        }
+    }
+    Ok(DigestAuth {
+        credentials,
+        origin,
+    })
+}
