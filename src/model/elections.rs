@@ -22,6 +22,7 @@ impl Others {
     fn len(&self) -> usize {
         self.ephemeral.len() + self.persistent.len()
     }
+
     fn remove(&mut self, name: &str) {
         self.ephemeral.remove(name);
         self.persistent.remove(name);
@@ -138,6 +139,7 @@ impl TreeContent for ElectionTree {
         }
         self.elections.retain(|path, _| seen.contains(path));
     }
+
     /// A node matching the glob was created (or found). No-op if known.
     fn parent_created(&mut self, path: &str, now: Now) {
         if !self.elections.contains_key(path) {
@@ -150,11 +152,13 @@ impl TreeContent for ElectionTree {
             );
         }
     }
+
     /// An election node was deleted; its state and any running masterless
     /// period are dropped with it.
     fn parent_deleted(&mut self, path: &str) {
         self.elections.remove(path);
     }
+
     /// A child of an election was created or its data changed.
     fn child_upserted(&mut self, election: &str, child: ChildNode, now: Now) {
         if !self.elections.contains_key(election) {
@@ -177,6 +181,7 @@ impl TreeContent for ElectionTree {
             }
         }
     }
+
     /// A child of an election was deleted.
     fn child_deleted(&mut self, election: &str, name: &str, now: Now) {
         let Some(entry) = self.elections.get_mut(election) else {
@@ -190,6 +195,7 @@ impl TreeContent for ElectionTree {
             None => entry.others.remove(name),
         }
     }
+
     /// Names of all children of an election (candidates and ignored ones).
     fn child_names(&self, election: &str) -> BTreeSet<String> {
         self.elections
@@ -204,12 +210,15 @@ impl TreeContent for ElectionTree {
             })
             .unwrap_or_default()
     }
+
     fn has_parent(&self, path: &str) -> bool {
         self.elections.contains_key(path)
     }
+
     fn parent_count(&self) -> usize {
         self.elections.len()
     }
+
     /// Election nodes plus all their children.
     fn node_count(&self) -> usize {
         self.elections
@@ -217,6 +226,7 @@ impl TreeContent for ElectionTree {
             .map(|e| 1 + e.election.candidate_count() + e.others.len())
             .sum()
     }
+
     /// Owner sessions of every ephemeral candidate.
     fn owners(&self) -> Vec<i64> {
         self.elections
@@ -224,6 +234,7 @@ impl TreeContent for ElectionTree {
             .flat_map(|e| e.election.owners())
             .collect()
     }
+
     /// Ephemeral children (candidates or not) across all elections.
     fn ephemeral_count(&self) -> usize {
         self.elections
@@ -231,6 +242,7 @@ impl TreeContent for ElectionTree {
             .map(|e| e.election.ephemeral_count() + e.others.ephemeral.len())
             .sum()
     }
+
     /// Children that are not candidates because they have no sequence suffix.
     fn ignored_count(&self) -> usize {
         self.elections.values().map(|e| e.others.len()).sum()

@@ -168,12 +168,15 @@ impl TreeContent for GroupTree {
         }
         self.groups.retain(|path, _| seen.contains(path));
     }
+
     fn parent_created(&mut self, path: &str, _now: Now) {
         self.groups.entry(path.to_owned()).or_default();
     }
+
     fn parent_deleted(&mut self, path: &str) {
         self.groups.remove(path);
     }
+
     fn child_upserted(&mut self, parent: &str, child: ChildNode, _now: Now) {
         let member = self.member(&child);
         let group = self.groups.entry(parent.to_owned()).or_default();
@@ -184,29 +187,35 @@ impl TreeContent for GroupTree {
             }
         }
     }
+
     fn child_deleted(&mut self, parent: &str, name: &str, _now: Now) {
         if let Some(group) = self.groups.get_mut(parent) {
             group.remove(name, true);
         }
     }
+
     fn child_names(&self, parent: &str) -> BTreeSet<String> {
         self.groups
             .get(parent)
             .map(|g| g.members.keys().chain(g.ignored.iter()).cloned().collect())
             .unwrap_or_default()
     }
+
     fn has_parent(&self, path: &str) -> bool {
         self.groups.contains_key(path)
     }
+
     fn parent_count(&self) -> usize {
         self.groups.len()
     }
+
     fn node_count(&self) -> usize {
         self.groups
             .values()
             .map(|g| 1 + g.members.len() + g.ignored.len())
             .sum()
     }
+
     /// Owner sessions of every member.
     fn owners(&self) -> Vec<i64> {
         self.groups
@@ -214,9 +223,11 @@ impl TreeContent for GroupTree {
             .flat_map(|g| g.members.values().map(|m| m.owner))
             .collect()
     }
+
     fn ephemeral_count(&self) -> usize {
         self.groups.values().map(|g| g.members.len()).sum()
     }
+
     fn ignored_count(&self) -> usize {
         self.groups.values().map(|g| g.ignored.len()).sum()
     }
