@@ -151,7 +151,7 @@ def quantiles(metric, by, window, legend_by):
 def elections_dashboard():
     d = Dashboard("ZooKeeper Elections", "zkee-elections",
                   "Who is master of every election, how often mastership moves, masterless "
-                  "time, ghost masters and the failover canary.")
+                  "time, ghost masters, the failover canary, and who holds each lock.")
     e = f'{CLUSTER},election=~"$election"'
     d.row("Overview")
     d.panel("stat", "Elections", [(f"count(zookeeper_election_candidates{{{e}}})", "")],
@@ -202,6 +202,20 @@ def elections_dashboard():
     d.panel("timeseries", "Herd: watchers of the election node",
             [(f"zookeeper_election_parent_watchers{{{e}}}", "{{election}}")],
             desc="Needs diagnostics.watches.")
+    d.row("Locks")
+    lk = f'{CLUSTER},lock=~"$lock"'
+    d.panel("stat", "Locks held", [(f"sum(zookeeper_lock_held{{{lk}}}) or vector(0)", "")],
+            w=6, h=4, desc="A free lock is normal; this is how many are held now.")
+    d.panel("stat", "Waiting contenders",
+            [(f"sum(zookeeper_lock_waiters{{{lk}}}) or vector(0)", "")], w=6, h=4)
+    d.panel("timeseries", "Hold time of the current holder",
+            [(f"zookeeper_lock_hold_seconds{{{lk}}}", "{{lock}}")], unit="s", w=12, h=4,
+            desc="Only while held; timed from when the agent saw the hold start.")
+    d.panel("timeseries", "Lock hand-overs",
+            [(f"sum by (lock) (increase(zookeeper_lock_acquisitions_total{{{lk}}}[5m]))",
+              "{{lock}}")], desc="Acquisitions per 5 minutes.")
+    d.panel("timeseries", "Waiters per lock",
+            [(f"zookeeper_lock_waiters{{{lk}}}", "{{lock}}")])
     d.row("Agent")
     d.panel("state-timeline", "Session state",
             [(f"max by (cluster, state) (zookeeper_session_state{{{CLUSTER}}}) == 1",
@@ -221,6 +235,7 @@ def elections_dashboard():
         query_variable("cluster", "Cluster", "zookeeper_election_candidates"),
         query_variable("election", "Election", "zookeeper_election_candidates",
                        '{cluster=~"$cluster"}'),
+        query_variable("lock", "Lock", "zookeeper_lock_held", '{cluster=~"$cluster"}'),
     ])
 
 

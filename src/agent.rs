@@ -49,12 +49,18 @@ fn models(cluster: &ClusterConfig) -> ClusterState {
     let trees = cluster
         .elections
         .iter()
-        .map(|e| Tree::elections(e.pattern.clone(), e.identity.clone()))
+        .map(|e| Tree::elections(e.pattern.clone(), e.spec.clone()))
         .chain(
             cluster
                 .groups
                 .iter()
                 .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
+        )
+        .chain(
+            cluster
+                .locks
+                .iter()
+                .map(|l| Tree::locks(l.pattern.clone(), l.spec.clone())),
         )
         .collect();
     let mut model = ClusterState::new(

@@ -144,10 +144,14 @@ async fn trees(State(state): State<AppState>) -> Response {
                 .trees
                 .iter()
                 .map(|t| {
-                    let parents: Vec<&str> = match (t.as_elections(), t.as_groups()) {
-                        (Some(e), _) => e.elections().map(|(p, _)| p).collect(),
-                        (_, Some(g)) => g.groups().map(|(p, _)| p).collect(),
-                        _ => Vec::new(),
+                    let parents: Vec<&str> = if let Some(e) = t.as_elections() {
+                        e.elections().map(|(p, _)| p).collect()
+                    } else if let Some(g) = t.as_groups() {
+                        g.groups().map(|(p, _)| p).collect()
+                    } else if let Some(l) = t.as_locks() {
+                        l.locks().map(|(p, _)| p).collect()
+                    } else {
+                        Vec::new()
                     };
                     // Masters whose ghost check cannot say (enough): evidence
                     // missing, or rounds too slow for the session's timeout.

@@ -108,19 +108,26 @@ impl Sim {
         Ok(())
     }
 
-    /// Kills the session that is master of a random election.
-    fn kill_random_master(&mut self) -> Option<(usize, bool)> {
+    /// Kills the session that is master of a random election. Returns the
+    /// session, whether it was abandoned, and how many elections it was
+    /// master of: each of those switches once another candidate leads.
+    fn kill_random_master(&mut self) -> Option<(usize, bool, u64)> {
         let i = self.rng.below(self.args.elections);
         let (_, k) = self.owners[i].first_key_value()?;
         let k = *k;
         let (client, detached) = self.clients[k].take()?;
+        let masterships = self
+            .owners
+            .iter()
+            .filter(|o| o.first_key_value().is_some_and(|(_, owner)| *owner == k))
+            .count() as u64;
         // Dropping a detached client abandons its session (nodes live until
         // expiry); dropping a normal one closes it (nodes vanish at once).
         drop(client);
         for owners in &mut self.owners {
             owners.retain(|_, owner| *owner != k);
         }
-        Some((k, detached))
+        Some((k, detached, masterships))
     }
 }
 
@@ -207,7 +214,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
     kills.tick().await;
     let mut revive: HashMap<usize, tokio::time::Instant> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let (mut closed, mut abandoned) = (0u64, 0u64);
+    let (mut closed, mut abandoned, mut masterships) = (0u64, 0u64, 0u64);
     let mut report = tokio::time::interval(Duration::from_secs(10));
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
@@ -216,8 +223,9 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
             _ = &mut ctrl_c => break,
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
             _ = kills.tick(), if args.kill_rate > 0.0 => {
-                if let Some((k, detached)) = sim.kill_random_master() {
+                if let Some((k, detached, lost)) = sim.kill_random_master() {
                     if detached { abandoned += 1 } else { closed += 1 }
+                    masterships += lost;
                     revive.insert(k, tokio::time::Instant::now() + Duration::from_millis(500));
                 }
             }
@@ -232,10 +240,14 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
                 }
             }
             _ = report.tick() => {
-                eprintln!("simulate: masters killed so far: {closed} closed, {abandoned} abandoned");
+                eprintln!("simulate: so far {} sessions killed ({closed} closed, {abandoned} abandoned), {masterships} masterships lost (each one switch)", closed + abandoned);
             }
         }
     }
-    eprintln!("simulate: stopping ({closed} closed, {abandoned} abandoned kills)");
+    eprintln!(
+        "simulate: stopping; {} sessions killed ({closed} closed, {abandoned} abandoned), \
+         {masterships} masterships lost: each becomes one switch once another candidate leads",
+        closed + abandoned
+    );
     Ok(())
 }

@@ -207,7 +207,7 @@ async fn simulate_runs_real_elections_and_kills_masters() {
     let zk = shared_server();
     let base = unique_path("simulate");
     let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
-    let mut sim = Command::new(BIN)
+    let sim = Command::new(BIN)
         .args(["simulate", "--zk", &zk.address(), "--path", &base])
         .args([
             "--elections",
@@ -220,7 +220,7 @@ async fn simulate_runs_real_elections_and_kills_masters() {
             "120s",
         ])
         .args(["--abandon-ratio", "0", "--session-timeout", "2s"])
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     wait_for_async(
@@ -256,8 +256,21 @@ async fn simulate_runs_real_elections_and_kills_masters() {
         .args(["-INT", &sim.id().to_string()])
         .status()
         .unwrap();
-    let status = sim.wait().unwrap();
-    assert!(status.success(), "simulate exits 0 on SIGINT: {status:?}");
+    let out = sim.wait_with_output().unwrap();
+    assert!(out.status.success(), "simulate exits 0 on SIGINT: {out:?}");
+    // The summary tells sessions killed from masterships lost: a killed
+    // session was master of at least the election it was picked from.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let summary = log
+        .lines()
+        .find(|l| l.starts_with("simulate: stopping;"))
+        .unwrap_or_else(|| panic!("no summary in {log}"));
+    let numbers: Vec<u64> = summary
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let (killed, masterships) = (numbers[0], numbers[3]);
+    assert!(killed >= 1 && masterships >= killed, "{summary}");
 }
 
 #[test]

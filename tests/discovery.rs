@@ -22,13 +22,18 @@ async fn create(c: &Client, path: &str, mode: CreateMode, data: &[u8]) -> String
     }
 }
 
-/// A namespace with one of each: elections, a uuid-prefixed lock, a
-/// registry, a persistent sequential queue and plain configuration nodes.
+/// A namespace with one of each: elections, a kazoo and a Curator lock,
+/// HBase region servers and a backup master (13-digit startcodes that end
+/// in ten digits), a registry, a persistent sequential queue and plain
+/// configuration nodes.
 async fn populate(c: &Client, base: &str) {
     for e in [
         "bots/bot_1",
         "bots/bot_2",
         "locks/resource_a",
+        "locks/resource_b",
+        "hbase/rs",
+        "hbase/backup-masters",
         "services/api",
         "services/web",
         "queue",
@@ -43,6 +48,32 @@ async fn populate(c: &Client, base: &str) {
         c,
         &format!("{base}/locks/resource_a"),
         "7c2e1f3a-9b1d-4c55-8e0f-1a2b3c4d5e6f__lock__",
+        b"",
+    )
+    .await;
+    candidate(
+        c,
+        &format!("{base}/locks/resource_b"),
+        "_c_2f1e0d9c-8b7a-4c5d-9e8f-0a1b2c3d4e5f-lock-",
+        b"10.0.0.9",
+    )
+    .await;
+    for rs in [
+        "rs1.example.com,16020,1700000000123",
+        "rs2.example.com,16020,1700000004567",
+    ] {
+        create(
+            c,
+            &format!("{base}/hbase/rs/{rs}"),
+            CreateMode::Ephemeral,
+            b"",
+        )
+        .await;
+    }
+    create(
+        c,
+        &format!("{base}/hbase/backup-masters/m2.example.com,16000,1700000009999"),
+        CreateMode::Ephemeral,
         b"",
     )
     .await;
@@ -133,13 +164,14 @@ async fn discovery_classifies_every_kind_of_tree() {
     let d = |k: &str, v: &str| (format!("{base}/{k}"), v.to_owned(), "discovered".to_owned());
     let expected = vec![
         d("bots/*", "election"),
-        d("locks/resource_a", "election"),
+        d("hbase/*", "group"),
+        d("locks/*", "lock"),
         d("services/*", "group"),
     ];
-    let found = until_trees(&exporter, 3).await;
+    let found = until_trees(&exporter, 4).await;
     assert_eq!(
         found, expected,
-        "the queue and the config nodes are no trees"
+        "locks are locks, region servers a group, the queue and the config nodes no trees"
     );
 
     let bot_1 = format!("{base}/bots/bot_1");
@@ -150,9 +182,33 @@ async fn discovery_classifies_every_kind_of_tree() {
         .await;
     assert_eq!(master_identity(&m, &bot_1).as_deref(), Some("phone-1"));
     let lock = format!("{base}/locks/resource_a");
+    let lock_labels = [("cluster", "test"), ("lock", lock.as_str())];
+    let m = exporter
+        .until("the locks exported", T, |m| {
+            m.get("zookeeper_lock_held", &lock_labels) == Some(1.0)
+        })
+        .await;
     assert_eq!(
-        m.get("zookeeper_election_has_master", &election_labels(&lock)),
+        m.get(
+            "zookeeper_lock_holders",
+            &[("lock", &*format!("{base}/locks/resource_b"))]
+        ),
         Some(1.0)
+    );
+    assert_eq!(
+        m.series("zookeeper_election_has_master", &[])
+            .iter()
+            .filter(|(l, _)| !l["election"].starts_with(&format!("{base}/bots/")))
+            .count(),
+        0,
+        "no election but the bots"
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_group_members",
+            &[("group", &*format!("{base}/hbase/rs"))]
+        ),
+        Some(2.0)
     );
     assert_eq!(
         m.get(
@@ -166,12 +222,19 @@ async fn discovery_classifies_every_kind_of_tree() {
             "zookeeper_discovery_trees",
             &[("cluster", "test"), ("kind", "election")]
         ),
-        Some(2.0)
+        Some(1.0)
     );
     assert_eq!(
         m.get(
             "zookeeper_discovery_trees",
             &[("cluster", "test"), ("kind", "group")]
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_discovery_trees",
+            &[("cluster", "test"), ("kind", "lock")]
         ),
         Some(1.0)
     );
@@ -190,6 +253,22 @@ async fn discovery_classifies_every_kind_of_tree() {
             &[("cluster", "test")]
         )
         .is_some()
+    );
+
+    // The kazoo lock is released: free, which is normal, and still no
+    // election anywhere to go masterless.
+    for child in c.list_children(&lock).await.unwrap() {
+        c.delete(&format!("{lock}/{child}"), None).await.unwrap();
+    }
+    let m = exporter
+        .until("the released lock", T, |m| {
+            m.get("zookeeper_lock_held", &lock_labels) == Some(0.0)
+        })
+        .await;
+    assert_eq!(m.get("zookeeper_lock_waiters", &lock_labels), Some(0.0));
+    assert_eq!(
+        m.get("zookeeper_election_has_master", &election_labels(&lock)),
+        None
     );
 
     // A tree created after start-up is found by the next walk.

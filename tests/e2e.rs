@@ -103,7 +103,8 @@ fn dashboard_queries() -> Vec<(String, String, String)> {
                     .replace("$cluster", ".*")
                     .replace("$election", ".*")
                     .replace("$server", ".*")
-                    .replace("$group", ".*");
+                    .replace("$group", ".*")
+                    .replace("$lock", ".*");
                 out.push((
                     name.to_owned(),
                     p["title"].as_str().unwrap().to_owned(),
@@ -145,10 +146,12 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
         format!("{base}/bots/bot_2"),
         format!("{base}/services/api"),
     );
+    let orders = format!("{base}/locks/orders");
     let admin = client(&addresses[2]).await;
-    for p in [&bot_1, &bot_2, &api] {
+    for p in [&bot_1, &bot_2, &api, &orders] {
         mkdir(&admin, p).await;
     }
+    candidate(&admin, &orders, "4a1f9c2e__lock__", b"worker-1").await;
     let (c1, c2) = (client(&addresses[0]).await, client(&addresses[1]).await);
     candidate(&c1, &bot_1, "instance_", b"phone-1").await;
     candidate(&c2, &bot_1, "instance_", b"phone-2").await;
@@ -170,7 +173,8 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
          [clusters.diagnostics]\ncons_interval = \"1s\"\n\
          [clusters.probe]\npath = \"{base}/probe\"\ninterval = \"1s\"\n\
          [[clusters.elections]]\npath = \"{base}/bots/*\"\n\
-         [[clusters.groups]]\npath = \"{base}/services/*\"\nmin_members = 1\nexport_members = true\n",
+         [[clusters.groups]]\npath = \"{base}/services/*\"\nmin_members = 1\nexport_members = true\n\
+         [[clusters.locks]]\npath = \"{base}/locks/*\"\nmax_hold = \"1h\"\n",
         quoted.join(", ")
     ));
 

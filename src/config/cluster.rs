@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawProbe};
+use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawLock, RawProbe};
 use super::validate::*;
 use super::*;
 use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
+use crate::model::elections::ElectionSpec;
 use crate::model::groups::GroupSpec;
+use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
 
 pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigError> {
@@ -50,6 +52,7 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
     )?;
     let elections = validate_elections(key, c.elections)?;
     let groups = validate_groups(key, c.groups)?;
+    let locks = validate_locks(key, c.locks)?;
     let diagnostics = validate_ghost_check(
         &format!("{key}.diagnostics"),
         c.diagnostics.unwrap_or_default(),
@@ -58,7 +61,7 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
     let discovery = validate_discovery(
         &format!("{key}.discovery"),
         c.discovery.unwrap_or_default(),
-        elections.is_empty() && groups.is_empty(),
+        elections.is_empty() && groups.is_empty() && locks.is_empty(),
     )?;
     Ok(ClusterConfig {
         name,
@@ -73,10 +76,12 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
             .transpose()?,
         elections,
         groups,
+        locks,
         four_letter_words,
         limits: Limits {
             max_elections: c.max_elections.unwrap_or(Limits::default().max_elections),
             max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
+            max_locks: c.max_locks.unwrap_or(Limits::default().max_locks),
         },
         discovery,
         diagnostics,
@@ -122,7 +127,17 @@ fn validate_elections(
             TreePattern::parse(&e.path).map_err(|m| ConfigError::new(format!("{ekey}.path"), m))?;
         let identity = IdentityMode::parse(e.identity.as_deref().unwrap_or("data"))
             .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
-        elections.push(ElectionConfig { pattern, identity });
+        if e.min_candidates == Some(0) {
+            return Err(ConfigError::new(
+                format!("{ekey}.min_candidates"),
+                "must be at least 1 (leave it out for no standby alert)",
+            ));
+        }
+        let spec = ElectionSpec {
+            identity,
+            min_candidates: e.min_candidates,
+        };
+        elections.push(ElectionConfig { pattern, spec });
     }
     Ok(elections)
 }
@@ -149,6 +164,32 @@ fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, Co
         });
     }
     Ok(groups)
+}
+
+fn validate_locks(key: &str, raw: Vec<RawLock>) -> Result<Vec<LockConfig>, ConfigError> {
+    let mut locks = Vec::new();
+    for (j, l) in raw.into_iter().enumerate() {
+        let lkey = format!("{key}.locks[{j}]");
+        let pattern =
+            TreePattern::parse(&l.path).map_err(|m| ConfigError::new(format!("{lkey}.path"), m))?;
+        let max_hold = l
+            .max_hold
+            .as_deref()
+            .map(|text| {
+                bounded_duration(
+                    &format!("{lkey}.max_hold"),
+                    Some(text),
+                    Duration::ZERO,
+                    &Bounds::at_least(Duration::from_secs(1), "must be at least 1s"),
+                )
+            })
+            .transpose()?;
+        locks.push(LockConfig {
+            pattern,
+            spec: LockSpec { max_hold },
+        });
+    }
+    Ok(locks)
 }
 
 /// `[clusters.diagnostics]`: the ghost-master check.

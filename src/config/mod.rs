@@ -13,8 +13,9 @@ use serde::Deserialize;
 
 use crate::fourlw::Command;
 use crate::model::Limits;
-use crate::model::candidate::IdentityMode;
+use crate::model::elections::ElectionSpec;
 use crate::model::groups::GroupSpec;
+use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
 
 /// Prefix of environment variables that override configuration keys.
@@ -102,6 +103,7 @@ pub struct ClusterConfig {
     pub auth: Option<DigestAuth>,
     pub elections: Vec<ElectionConfig>,
     pub groups: Vec<GroupConfig>,
+    pub locks: Vec<LockConfig>,
     pub four_letter_words: FourLetterWordsConfig,
     /// Cardinality guard.
     pub limits: Limits,
@@ -156,6 +158,13 @@ pub struct GroupConfig {
     pub spec: GroupSpec,
 }
 
+/// A lock tree: every node matching `pattern` is a lock.
+#[derive(Debug, Clone)]
+pub struct LockConfig {
+    pub pattern: TreePattern,
+    pub spec: LockSpec,
+}
+
 /// Four-letter-word polling of the ensemble members.
 #[derive(Debug, Clone)]
 pub struct FourLetterWordsConfig {
@@ -202,10 +211,11 @@ pub struct DigestAuth {
     pub origin: String,
 }
 
+/// An election tree: every node matching `pattern` is an election.
 #[derive(Debug, Clone)]
 pub struct ElectionConfig {
     pub pattern: TreePattern,
-    pub identity: IdentityMode,
+    pub spec: ElectionSpec,
 }
 
 /// What the command line contributes; it wins over file and environment.

@@ -37,9 +37,12 @@ pub(super) struct RawCluster {
     pub(super) elections: Vec<RawElection>,
     #[serde(default)]
     pub(super) groups: Vec<RawGroup>,
+    #[serde(default)]
+    pub(super) locks: Vec<RawLock>,
     pub(super) four_letter_words: Option<RawFourLetterWords>,
     pub(super) max_elections: Option<usize>,
     pub(super) max_groups: Option<usize>,
+    pub(super) max_locks: Option<usize>,
     pub(super) discovery: Option<RawDiscovery>,
     pub(super) diagnostics: Option<RawDiagnostics>,
     pub(super) probe: Option<RawProbe>,
@@ -82,6 +85,13 @@ pub(super) struct RawDiscovery {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(super) struct RawLock {
+    pub(super) path: String,
+    pub(super) max_hold: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RawGroup {
     pub(super) path: String,
     pub(super) member: Option<String>,
@@ -113,4 +123,5 @@ pub(super) struct RawAuth {
 pub(super) struct RawElection {
     pub(super) path: String,
     pub(super) identity: Option<String>,
+    pub(super) min_candidates: Option<u32>,
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::candidate::IdentityMode;
 use std::io::Write;
 
 fn file(contents: &str) -> tempfile_lite::TempFile {
@@ -66,7 +67,7 @@ fn full_file_loads() {
     assert_eq!(p.connect_string(), "zk1:2181,zk2:2181,[::1]:2182/apps");
     assert_eq!(p.session_timeout, Duration::from_secs(6));
     assert_eq!(p.elections.len(), 2);
-    assert!(matches!(p.elections[1].identity, IdentityMode::Data));
+    assert!(matches!(p.elections[1].spec.identity, IdentityMode::Data));
     assert!(
         !format!("{c:?}").contains("s3cret"),
         "secrets never in Debug"
@@ -293,5 +294,45 @@ fn credentials_file_is_read_and_trimmed() {
     assert_eq!(
         c.clusters[0].auth.as_ref().unwrap().credentials.expose(),
         "bob:pw"
+    );
+}
+
+#[test]
+fn locks_and_min_candidates() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/bots/*\"\nmin_candidates=2\n\
+             [[clusters.locks]]\npath=\"/locks/*\"\nmax_hold=\"5m\"\n[[clusters.locks]]\npath=\"/l2\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    assert_eq!(cluster.elections[0].spec.min_candidates, Some(2));
+    assert_eq!(
+        cluster.locks[0].spec.max_hold,
+        Some(Duration::from_secs(300))
+    );
+    assert_eq!(cluster.locks[1].spec.max_hold, None);
+    assert!(
+        !cluster.discovery.enabled,
+        "locks count as configured trees"
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/b/*\"\nmin_candidates=0"
+        )),
+        "clusters[0].elections[0].min_candidates: must be at least 1 (leave it out for no standby alert)"
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.locks]]\npath=\"/l/*\"\nmax_hold=\"10ms\""
+        )),
+        "clusters[0].locks[0].max_hold: must be at least 1s"
+    );
+    assert!(
+        err(&format!("{base}[[clusters.locks]]\npath=\"/l/**\""))
+            .starts_with("clusters[0].locks[0].path:")
     );
 }

@@ -7,6 +7,7 @@ use prometheus_client::metrics::MetricType;
 
 use super::encode::*;
 use super::{Scrape, names};
+use crate::model::content::ContentKind;
 
 pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
@@ -22,16 +23,14 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Gauge,
         |m| {
             for (cluster, d) in discovering() {
-                gauge(
-                    m,
-                    &Labels::new("cluster", cluster).with("kind", "election"),
-                    d.election_trees as f64,
-                )?;
-                gauge(
-                    m,
-                    &Labels::new("cluster", cluster).with("kind", "group"),
-                    d.group_trees as f64,
-                )?;
+                for kind in ContentKind::ALL {
+                    let n = d.trees.get(&kind).copied().unwrap_or(0);
+                    gauge(
+                        m,
+                        &Labels::new("cluster", cluster).with("kind", kind.label()),
+                        n as f64,
+                    )?;
+                }
             }
             Ok(())
         },

@@ -9,18 +9,33 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
-use crate::model::tree::Tree;
+use crate::model::election::Election;
+use crate::model::elections::ElectionTree;
+use crate::model::tree::{Tree, TreeSource};
 
 /// Calls `f` with the labels and model of every election of every cluster.
 pub(super) fn each_election(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&Labels, &crate::model::election::Election) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &Election) -> fmt::Result,
+) -> fmt::Result {
+    each_election_of_tree(clusters, |l, _, _, e| f(l, e))
+}
+
+/// [`each_election`], with the election's tree.
+fn each_election_of_tree(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&Labels, &Tree, &ElectionTree, &Election) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        for tree in c.trees.iter().filter_map(Tree::as_elections) {
-            for (path, election) in tree.elections() {
+        for tree in &c.trees {
+            let Some(elections) = tree.as_elections() else {
+                continue;
+            };
+            for (path, election) in elections.elections() {
                 f(
                     &Labels::new("cluster", c.name.as_str()).with("election", path),
+                    tree,
+                    elections,
                     election,
                 )?;
             }
@@ -128,6 +143,30 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         |m| {
             each_election(clusters, |l, e| {
                 gauge(m, l, e.duplicate_identities() as f64)
+            })
+        },
+    )?;
+    family(
+        enc,
+        names::ELECTION_MIN_CANDIDATES,
+        "Configured fewest candidates (master plus standbys) of the election; only where min_candidates is set.",
+        MetricType::Gauge,
+        |m| {
+            each_election_of_tree(clusters, |l, _, tree, _| match tree.spec().min_candidates {
+                Some(min) => gauge(m, l, f64::from(min)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        names::ELECTION_DISCOVERED,
+        "1 for an election found by discovery rather than configured (absent otherwise): its alerts are at most warnings.",
+        MetricType::Gauge,
+        |m| {
+            each_election_of_tree(clusters, |l, tree, _, _| match tree.source() {
+                TreeSource::Discovered => gauge(m, l, 1.0),
+                TreeSource::Configured => Ok(()),
             })
         },
     )

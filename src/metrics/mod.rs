@@ -15,6 +15,7 @@ mod exporter;
 mod fourlw;
 mod ghost;
 mod groups;
+mod locks;
 pub mod mntr;
 mod mntr_section;
 pub mod names;
@@ -116,12 +117,13 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
 /// Every encoder, in exposition order. The `mntr` section is written apart
 /// (see [`Exposition::render`]).
-const ENCODERS: [Encode; 13] = [
+const ENCODERS: [Encode; 14] = [
     elections::encode_elections,
     ghost::encode_ghosts,
     canary::encode_probe,
     trees::encode_trees,
     groups::encode_groups,
+    locks::encode_locks,
     session::encode_sessions,
     ensemble::encode_ensembles,
     ensemble::encode_optional_commands,

@@ -27,6 +27,8 @@ pub const ELECTION_MASTER_CHANGES: &str = "zookeeper_election_master_changes";
 pub const ELECTION_MASTERLESS_SECONDS: &str = "zookeeper_election_masterless_seconds";
 pub const ELECTION_CANDIDATE_CHANGES: &str = "zookeeper_election_candidate_changes";
 pub const ELECTION_DUPLICATE_IDENTITIES: &str = "zookeeper_election_duplicate_identities";
+pub const ELECTION_MIN_CANDIDATES: &str = "zookeeper_election_min_candidates";
+pub const ELECTION_DISCOVERED: &str = "zookeeper_election_discovered";
 
 // ensemble.rs
 pub const UP: &str = "zookeeper_up";
@@ -75,6 +77,7 @@ pub const GROUP_MEMBERS: &str = "zookeeper_group_members";
 pub const GROUP_MEMBER_CHANGES: &str = "zookeeper_group_member_changes";
 pub const GROUP_MIN_MEMBERS: &str = "zookeeper_group_min_members";
 pub const GROUP_MEMBER: &str = "zookeeper_group_member";
+pub const GROUP_DISCOVERED: &str = "zookeeper_group_discovered";
 
 // session.rs
 pub const SESSION_STATE: &str = "zookeeper_session_state";
@@ -88,6 +91,7 @@ pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_du
 pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
 pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";
 pub const TREE_GROUPS: &str = "zookeeper_tree_groups";
+pub const TREE_LOCKS: &str = "zookeeper_tree_locks";
 pub const TREE_NODES: &str = "zookeeper_tree_nodes";
 pub const TREE_EPHEMERAL_NODES: &str = "zookeeper_tree_ephemeral_nodes";
 pub const TREE_IGNORED_NODES: &str = "zookeeper_tree_ignored_nodes";
@@ -96,6 +100,15 @@ pub const TREE_MASTERLESS_DURATION_SECONDS: &str = "zookeeper_tree_masterless_du
 
 // mntr_section.rs
 pub const FOURLW_MNTR_DROPPED_KEYS: &str = "zookeeper_fourlw_mntr_dropped_keys";
+
+// locks.rs
+pub const LOCK_HELD: &str = "zookeeper_lock_held";
+pub const LOCK_HOLDERS: &str = "zookeeper_lock_holders";
+pub const LOCK_WAITERS: &str = "zookeeper_lock_waiters";
+pub const LOCK_HOLD_SECONDS: &str = "zookeeper_lock_hold_seconds";
+pub const LOCK_ACQUISITIONS: &str = "zookeeper_lock_acquisitions";
+pub const LOCK_MAX_HOLD_SECONDS: &str = "zookeeper_lock_max_hold_seconds";
+pub const TREE_LOCK_HOLD_DURATION_SECONDS: &str = "zookeeper_tree_lock_hold_duration_seconds";
 
 /// Every family above.
 pub const ALL: &[&str] = &[
@@ -115,6 +128,8 @@ pub const ALL: &[&str] = &[
     ELECTION_MASTERLESS_SECONDS,
     ELECTION_CANDIDATE_CHANGES,
     ELECTION_DUPLICATE_IDENTITIES,
+    ELECTION_MIN_CANDIDATES,
+    ELECTION_DISCOVERED,
     UP,
     RUOK,
     SERVER_STATE,
@@ -152,6 +167,7 @@ pub const ALL: &[&str] = &[
     GROUP_MEMBER_CHANGES,
     GROUP_MIN_MEMBERS,
     GROUP_MEMBER,
+    GROUP_DISCOVERED,
     SESSION_STATE,
     SESSION_RECONNECTS,
     SESSION_EXPIRATIONS,
@@ -161,12 +177,20 @@ pub const ALL: &[&str] = &[
     TREE_SYNCED,
     TREE_ELECTIONS,
     TREE_GROUPS,
+    TREE_LOCKS,
     TREE_NODES,
     TREE_EPHEMERAL_NODES,
     TREE_IGNORED_NODES,
     TREE_SYNC_FAILURES,
     TREE_MASTERLESS_DURATION_SECONDS,
     FOURLW_MNTR_DROPPED_KEYS,
+    LOCK_HELD,
+    LOCK_HOLDERS,
+    LOCK_WAITERS,
+    LOCK_HOLD_SECONDS,
+    LOCK_ACQUISITIONS,
+    LOCK_MAX_HOLD_SECONDS,
+    TREE_LOCK_HOLD_DURATION_SECONDS,
 ];
 
 /// Name spaces the exporter keeps for itself: a `mntr` key that would land
@@ -189,6 +213,7 @@ const NAMESPACES: &[&str] = &[
     "zookeeper_session_",
     "zookeeper_exporter_",
     "zookeeper_group_",
+    "zookeeper_lock_",
     "zookeeper_discovery_",
     "zookeeper_probe_",
     "zookeeper_wchs_",

@@ -30,7 +30,7 @@ pub(super) fn each_tree(
 pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     type Count = fn(&Tree) -> Option<f64>;
-    let gauges: [(&str, &str, Count); 6] = [
+    let gauges: [(&str, &str, Count); 7] = [
         (
             names::TREE_SYNCED,
             "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
@@ -45,6 +45,11 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             names::TREE_GROUPS,
             "Groups (nodes matching the glob) in a group tree.",
             |t| t.as_groups().map(|g| g.parent_count() as f64),
+        ),
+        (
+            names::TREE_LOCKS,
+            "Locks (nodes matching the glob) in a lock tree.",
+            |t| t.as_locks().map(|l| l.parent_count() as f64),
         ),
         (
             names::TREE_NODES,

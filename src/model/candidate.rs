@@ -45,6 +45,30 @@ pub fn parse_sequence(name: &str) -> Option<i32> {
     i32::try_from(value).ok()
 }
 
+/// The sequence number of `name` only when its suffix is exactly what
+/// ZooKeeper writes for a sequential node (`%010d`): a run of exactly ten
+/// digits, or a minus and nine digits (a negative number after the 32-bit
+/// counter wrapped; `i32::MIN` is a minus and ten). Stricter than
+/// [`parse_sequence`], for telling sequential nodes from names that merely
+/// end in digits: a 13-digit HBase startcode ends in ten digits too, but its
+/// digit run is thirteen long. A minus before ten digits is read as a
+/// separator (Curator's `-lock-0000000001`) unless only a negative number
+/// fits.
+pub fn exact_sequence(name: &str) -> Option<i32> {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let tail = &name[name.len() - digits..];
+    let signed = name[..name.len() - digits].ends_with('-');
+    match digits {
+        10 => tail.parse::<i32>().ok().or_else(|| {
+            signed
+                .then(|| name[name.len() - 11..].parse::<i32>().ok())
+                .flatten()
+        }),
+        9 if signed => name[name.len() - 10..].parse::<i32>().ok(),
+        _ => None,
+    }
+}
+
 /// How the identity of a candidate (the device, host or instance it stands for)
 /// is read from its node.
 #[derive(Debug, Clone)]
@@ -168,6 +192,43 @@ mod tests {
         assert_eq!(parse_sequence("abc_000000000x"), None);
         assert_eq!(parse_sequence("é_0000000001"), Some(1));
         assert_eq!(parse_sequence("éééééééééé"), None);
+    }
+
+    #[test]
+    fn exact_sequences_are_what_zookeeper_writes() {
+        assert_eq!(exact_sequence("instance_0000000007"), Some(7));
+        assert_eq!(exact_sequence("0000000000"), Some(0));
+        assert_eq!(exact_sequence("n_-000000005"), Some(-5));
+        assert_eq!(exact_sequence("n_-2147483648"), Some(i32::MIN));
+        assert_eq!(
+            exact_sequence("rs1.example.com,16020,1700000000123"),
+            None,
+            "a 13-digit startcode"
+        );
+        assert_eq!(exact_sequence("host,16020,000000123"), None, "nine digits");
+        assert_eq!(
+            exact_sequence("_c_5b3c-lock-0000000001"),
+            Some(1),
+            "a minus before ten digits separates"
+        );
+        assert_eq!(exact_sequence("n_4294967295"), None, "beyond i32");
+        assert_eq!(exact_sequence("config"), None);
+        assert_eq!(exact_sequence(""), None);
+    }
+
+    proptest! {
+        /// Every number ZooKeeper can write as a suffix is recognised, and
+        /// reads back exactly except from -1000000000 down, whose text is
+        /// also a positive number after a `-` separator.
+        #[test]
+        fn exact_sequence_reads_every_suffix_zookeeper_writes(prefix in "[a-z_]{0,8}", n in any::<i32>()) {
+            let read = exact_sequence(&format!("{prefix}{n:010}"));
+            if n > -1_000_000_000 || n == i32::MIN {
+                prop_assert_eq!(read, Some(n));
+            } else {
+                prop_assert_eq!(read, Some(-n));
+            }
+        }
     }
 
     #[test]

@@ -66,20 +66,20 @@ impl Default for CanaryStats {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DiscoveryStatus {
     /// Trees added by discovery, by kind, since start.
-    pub election_trees: usize,
-    pub group_trees: usize,
+    pub trees: BTreeMap<ContentKind, usize>,
     pub nodes_walked: usize,
     pub truncated: bool,
     pub last_run: Option<std::time::SystemTime>,
 }
 
-/// Most elections and most groups one cluster exports; past them new ones
+/// Most elections, groups and locks one cluster exports; past them new ones
 /// are neither tracked nor exported, so a huge tree cannot exhaust the
 /// agent's memory or Prometheus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_elections: usize,
     pub max_groups: usize,
+    pub max_locks: usize,
 }
 
 impl Default for Limits {
@@ -87,6 +87,7 @@ impl Default for Limits {
         Self {
             max_elections: 10_000,
             max_groups: 10_000,
+            max_locks: 10_000,
         }
     }
 }
@@ -135,6 +136,7 @@ impl ClusterState {
         let limit = match kind {
             ContentKind::Election => self.limits.max_elections,
             ContentKind::Group => self.limits.max_groups,
+            ContentKind::Lock => self.limits.max_locks,
         };
         let used: usize = self
             .trees
@@ -361,6 +363,7 @@ mod tests {
         c.limits = Limits {
             max_elections: 5,
             max_groups: 1,
+            max_locks: 1,
         };
         c.apply_listing(0, listing(3), now());
         c.apply_listing(

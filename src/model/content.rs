@@ -11,15 +11,17 @@ use super::election::Now;
 pub enum ContentKind {
     Election,
     Group,
+    Lock,
 }
 
 impl ContentKind {
-    pub const ALL: [ContentKind; 2] = [Self::Election, Self::Group];
+    pub const ALL: [ContentKind; 3] = [Self::Election, Self::Group, Self::Lock];
 
     pub fn label(self) -> &'static str {
         match self {
             Self::Election => "election",
             Self::Group => "group",
+            Self::Lock => "lock",
         }
     }
 }

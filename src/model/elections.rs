@@ -35,27 +35,52 @@ struct Entry {
     others: Others,
 }
 
+/// How an election tree is read and exported.
+#[derive(Debug, Clone)]
+pub struct ElectionSpec {
+    /// How a candidate's identity is read from its node.
+    pub identity: IdentityMode,
+    /// Fewest candidates (master plus standbys) each election should have;
+    /// exported as `zookeeper_election_min_candidates` so one alert rule
+    /// covers every election, and absent (no alert) when not configured:
+    /// exclusive designs keep only the master's node.
+    pub min_candidates: Option<u32>,
+}
+
+impl From<IdentityMode> for ElectionSpec {
+    fn from(identity: IdentityMode) -> Self {
+        Self {
+            identity,
+            min_candidates: None,
+        }
+    }
+}
+
 /// All elections under one glob.
 #[derive(Debug, Clone)]
 pub struct ElectionTree {
-    identity: IdentityMode,
+    spec: ElectionSpec,
     elections: BTreeMap<String, Entry>,
     masterless: Histogram,
 }
 
 impl ElectionTree {
-    pub fn new(identity: IdentityMode) -> Self {
+    pub fn new(spec: impl Into<ElectionSpec>) -> Self {
         Self {
-            identity,
+            spec: spec.into(),
             elections: BTreeMap::new(),
             masterless: Histogram::new(PERIOD_BUCKETS),
         }
     }
 
+    pub fn spec(&self) -> &ElectionSpec {
+        &self.spec
+    }
+
     fn candidate(&self, child: &ChildNode) -> Option<Candidate> {
         let sequence = parse_sequence(&child.name)?;
         Some(Candidate {
-            identity: self.identity.extract(&child.name, &child.data),
+            identity: self.spec.identity.extract(&child.name, &child.data),
             name: child.name.clone(),
             sequence,
             owner: child.ephemeral_owner,

@@ -11,6 +11,7 @@ pub mod ensemble;
 pub mod ghost;
 pub mod groups;
 pub mod histogram;
+pub mod locks;
 pub mod pattern;
 pub mod session;
 pub mod shared;

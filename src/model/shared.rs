@@ -133,10 +133,12 @@ impl SharedCluster {
     pub fn trees_discovered(&self, trees: Vec<Tree>, status: DiscoveryStatus) {
         let mut g = self.write();
         let found = g.discovery.get_or_insert_with(Default::default);
-        let (elections, groups) = (found.election_trees, found.group_trees);
+        let mut by_kind = std::mem::take(&mut found.trees);
+        for (kind, n) in &status.trees {
+            *by_kind.entry(*kind).or_insert(0) += n;
+        }
         *found = DiscoveryStatus {
-            election_trees: elections + status.election_trees,
-            group_trees: groups + status.group_trees,
+            trees: by_kind,
             ..status
         };
         g.trees.extend(trees);

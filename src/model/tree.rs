@@ -10,18 +10,19 @@ use std::collections::BTreeSet;
 
 pub use super::pattern::{PathKind, TreePattern};
 
-use super::candidate::IdentityMode;
 pub use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
 use super::election::Now;
-use super::elections::ElectionTree;
+use super::elections::{ElectionSpec, ElectionTree};
 use super::groups::{GroupSpec, GroupTree};
+use super::locks::{LockSpec, LockTree};
 
 /// What the matched nodes are.
 #[derive(Debug, Clone)]
 pub enum TreeKind {
     Elections(ElectionTree),
     Groups(GroupTree),
+    Locks(LockTree),
 }
 
 /// Where a tree came from.
@@ -66,12 +67,16 @@ impl Tree {
         }
     }
 
-    pub fn elections(pattern: TreePattern, identity: IdentityMode) -> Self {
-        Self::new(pattern, TreeKind::Elections(ElectionTree::new(identity)))
+    pub fn elections(pattern: TreePattern, spec: impl Into<ElectionSpec>) -> Self {
+        Self::new(pattern, TreeKind::Elections(ElectionTree::new(spec)))
     }
 
     pub fn groups(pattern: TreePattern, spec: GroupSpec) -> Self {
         Self::new(pattern, TreeKind::Groups(GroupTree::new(spec)))
+    }
+
+    pub fn locks(pattern: TreePattern, spec: LockSpec) -> Self {
+        Self::new(pattern, TreeKind::Locks(LockTree::new(spec)))
     }
 
     pub fn with_source(mut self, source: TreeSource) -> Self {
@@ -100,6 +105,7 @@ impl Tree {
         match &self.kind {
             TreeKind::Elections(e) => e,
             TreeKind::Groups(g) => g,
+            TreeKind::Locks(l) => l,
         }
     }
 
@@ -107,20 +113,28 @@ impl Tree {
         match &mut self.kind {
             TreeKind::Elections(e) => e,
             TreeKind::Groups(g) => g,
+            TreeKind::Locks(l) => l,
         }
     }
 
     pub fn as_elections(&self) -> Option<&ElectionTree> {
         match &self.kind {
             TreeKind::Elections(e) => Some(e),
-            TreeKind::Groups(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_groups(&self) -> Option<&GroupTree> {
         match &self.kind {
             TreeKind::Groups(g) => Some(g),
-            TreeKind::Elections(_) => None,
+            _ => None,
+        }
+    }
+
+    pub fn as_locks(&self) -> Option<&LockTree> {
+        match &self.kind {
+            TreeKind::Locks(l) => Some(l),
+            _ => None,
         }
     }
 
@@ -218,6 +232,7 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::candidate::IdentityMode;
     use std::time::{Instant, SystemTime};
 
     fn now() -> Now {

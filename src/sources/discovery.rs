@@ -4,10 +4,19 @@
 //!
 //! Ephemeral nodes cannot have children, so a node with children is always
 //! persistent; what a parent is depends on its children. The walk lists
-//! every node's children and reads the stat of a small sample of them: if the
-//! sample is ephemeral the parent is an election or a group (its children are
-//! not walked further), otherwise the walk descends. Persistent sequential
-//! children (queues) are therefore never taken for elections.
+//! every node's children and reads the stat of the parent and of a small
+//! sample of them: if the sample is ephemeral the parent is an election, a
+//! lock or a group (its children are not walked further), otherwise the walk
+//! descends. Persistent sequential children (queues) are therefore never
+//! taken for elections.
+//!
+//! A discovered election can page someone, so it takes evidence: every
+//! child carries exactly the suffix ZooKeeper writes for a sequential node
+//! ([`exact_sequence`]) with a number below the parent's `cversion` (the
+//! counter the suffix was taken from), and none is named the way lock
+//! recipes name their contenders (kazoo `__lock__`, Curator `-lock-`, …):
+//! such trees are locks, for which being released is normal. Children that
+//! merely end in digits (HBase's `host,port,startcode`) make a group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
@@ -19,8 +28,10 @@ use super::zk::read::{BATCH, Op, join, multi_read};
 use crate::config::ClusterConfig;
 use crate::model::DiscoveryStatus;
 use crate::model::candidate::IdentityMode;
-use crate::model::candidate::parse_sequence;
+use crate::model::candidate::exact_sequence;
 use crate::model::groups::GroupSpec;
+use crate::model::locks::LockSpec;
+use crate::model::locks::lock_named;
 use crate::model::tree::{PathKind, Tree, TreePattern, TreeSource};
 
 /// Children whose stat is read to classify their parent.
@@ -30,6 +41,7 @@ const SAMPLE: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Found {
     Election,
+    Lock,
     Group,
     /// Persistent children: walked further.
     Other,
@@ -59,7 +71,7 @@ impl Walk {
         self.of(Found::Group)
     }
 
-    fn of(&self, kind: Found) -> impl Iterator<Item = &str> {
+    pub fn of(&self, kind: Found) -> impl Iterator<Item = &str> {
         self.nodes
             .iter()
             .filter(move |(_, k)| **k == kind)
@@ -71,6 +83,31 @@ fn parent_of(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) | None => "/",
         Some(i) => &path[..i],
+    }
+}
+
+/// What a parent with ephemeral children is, from their names and the
+/// parent's `cversion` (`None` when its stat could not be read: no
+/// election then).
+fn classify(children: &[String], cversion: Option<i32>) -> Found {
+    // A sequence number is taken from the parent's cversion at creation and
+    // cversion only grows, so a real suffix lies below it (unless the
+    // counter wrapped past i32::MAX, where nothing can be told).
+    let sequential = |name: &String| {
+        exact_sequence(name)
+            .zip(cversion)
+            .is_some_and(|(seq, cv)| cv < 0 || seq < cv)
+    };
+    let all_sequential = children.iter().all(sequential);
+    if all_sequential && children.iter().any(|c| lock_named(c)) {
+        Found::Lock
+    } else if all_sequential {
+        Found::Election
+    } else if children.iter().any(sequential) {
+        // Mixed: neither a clean queue of candidates nor a plain registry.
+        Found::Other
+    } else {
+        Found::Group
     }
 }
 
@@ -158,28 +195,31 @@ pub async fn walk(
                 _ => {}
             }
         }
+        // Each parent's own stat (its cversion), then a sample of children.
         let samples: Vec<String> = parents
             .iter()
-            .flat_map(|(p, c)| c.iter().take(SAMPLE).map(move |c| join(p, c)))
+            .flat_map(|(p, c)| {
+                std::iter::once(p.clone()).chain(c.iter().take(SAMPLE).map(move |c| join(p, c)))
+            })
             .collect();
         let stats = multi(client, &samples, Op::Data, &mut walk).await?;
         let mut stats = stats.into_iter();
         let mut next = Vec::new();
         for (path, children) in parents {
+            let cversion = match stats.next() {
+                Some(MultiReadResult::Data { stat, .. }) => Some(stat.cversion),
+                _ => None,
+            };
             let sampled: Vec<bool> = stats
                 .by_ref()
                 .take(children.len().min(SAMPLE))
                 .map(|r| matches!(r, MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0))
                 .collect();
             let ephemeral = !sampled.is_empty() && sampled.iter().all(|e| *e);
-            let sequential = children
-                .iter()
-                .filter(|c| parse_sequence(c).is_some())
-                .count();
-            let kind = match (ephemeral, sequential) {
-                (true, n) if n == children.len() => Found::Election,
-                (true, 0) => Found::Group,
-                _ => Found::Other,
+            let kind = if ephemeral {
+                classify(&children, cversion)
+            } else {
+                Found::Other
             };
             if kind == Found::Other {
                 next.extend(
@@ -231,11 +271,8 @@ pub async fn discover(
         ..Default::default()
     };
     let mut trees = Vec::new();
-    for kind in [Found::Election, Found::Group] {
-        let found: Vec<&str> = match kind {
-            Found::Election => walk.elections().collect(),
-            _ => walk.groups().collect(),
-        };
+    for kind in [Found::Election, Found::Lock, Found::Group] {
+        let found: Vec<&str> = walk.of(kind).collect();
         for pattern in patterns(&walk, kind) {
             let under: Vec<&str> = found
                 .iter()
@@ -258,15 +295,11 @@ pub async fn discover(
             for p in globs {
                 info!(cluster = %cfg.name, tree = %p.as_str(), kind = ?kind, "discovered a tree");
                 let tree = match kind {
-                    Found::Election => {
-                        status.election_trees += 1;
-                        Tree::elections(p, IdentityMode::Data)
-                    }
-                    _ => {
-                        status.group_trees += 1;
-                        Tree::groups(p, GroupSpec::discovered())
-                    }
+                    Found::Election => Tree::elections(p, IdentityMode::Data),
+                    Found::Lock => Tree::locks(p, LockSpec::default()),
+                    _ => Tree::groups(p, GroupSpec::discovered()),
                 };
+                *status.trees.entry(tree.content_kind()).or_insert(0) += 1;
                 trees.push(tree.with_source(TreeSource::Discovered));
             }
         }
