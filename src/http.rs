@@ -14,6 +14,7 @@ use axum::routing::get;
 
 use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
+use crate::model::elections::Style;
 use crate::sources::fourlw::poller::Poller;
 use futures::future::join_all;
 
@@ -170,11 +171,17 @@ async fn trees(State(state): State<AppState>) -> Response {
                             .collect(),
                         _ => Vec::new(),
                     };
+                    let style = t.as_elections().map(|e| match &e.spec().style {
+                        Style::Sequential => "sequential",
+                        Style::Node { .. } => "node",
+                    });
                     serde_json::json!({
                         "path": t.pattern().as_str(),
                         "kind": t.content_kind().label(),
+                        "style": style,
                         "source": t.source().label(),
                         "synced": t.synced(),
+                        "error": t.sync_error(),
                         "nodes": parents,
                         "ghost_check_unjudged": unjudged,
                     })

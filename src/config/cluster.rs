@@ -7,7 +7,7 @@ use super::validate::*;
 use super::*;
 use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
-use crate::model::elections::ElectionSpec;
+use crate::model::elections::{ElectionSpec, Style};
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
@@ -123,8 +123,25 @@ fn validate_elections(
     let mut elections = Vec::new();
     for (j, e) in raw.into_iter().enumerate() {
         let ekey = format!("{key}.elections[{j}]");
-        let pattern =
-            TreePattern::parse(&e.path).map_err(|m| ConfigError::new(format!("{ekey}.path"), m))?;
+        let path_error = |m| ConfigError::new(format!("{ekey}.path"), m);
+        let (pattern, style) = match e.style.as_deref() {
+            None | Some("sequential") => (
+                TreePattern::parse(&e.path).map_err(path_error)?,
+                Style::Sequential,
+            ),
+            Some("node") => {
+                let (pattern, name) = TreePattern::split_node(&e.path).map_err(path_error)?;
+                (pattern, Style::Node { name })
+            }
+            Some(other) => {
+                return Err(ConfigError::new(
+                    format!("{ekey}.style"),
+                    format!(
+                        "`{other}` is not an election style; use \"sequential\" (candidates are sequential children) or \"node\" (the election is one ephemeral node)"
+                    ),
+                ));
+            }
+        };
         let identity = IdentityMode::parse(e.identity.as_deref().unwrap_or("data"))
             .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
         if e.min_candidates == Some(0) {
@@ -135,6 +152,7 @@ fn validate_elections(
         }
         let spec = ElectionSpec {
             identity,
+            style,
             min_candidates: e.min_candidates,
         };
         elections.push(ElectionConfig { pattern, spec });

@@ -123,6 +123,7 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
             .map(|path| RawElection {
                 path: path.clone(),
                 identity: o.identity.clone(),
+                style: None,
                 min_candidates: None,
             })
             .collect();

@@ -123,5 +123,6 @@ pub(super) struct RawAuth {
 pub(super) struct RawElection {
     pub(super) path: String,
     pub(super) identity: Option<String>,
+    pub(super) style: Option<String>,
     pub(super) min_candidates: Option<u32>,
 }

@@ -336,3 +336,37 @@ fn locks_and_min_candidates() {
             .starts_with("clusters[0].locks[0].path:")
     );
 }
+
+#[test]
+fn election_styles() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/hadoop-ha/*/ActiveStandbyElectorLock\"\nstyle=\"node\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let e = &c.clusters[0].elections[0];
+    assert_eq!(e.pattern.root(), "/hadoop-ha");
+    assert_eq!(
+        e.spec.style,
+        crate::model::elections::Style::Node {
+            name: "ActiveStandbyElectorLock".into()
+        }
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/a/*\"\nstyle=\"node\""
+        ))
+        .starts_with(
+            "clusters[0].elections[0].path: `/a/*`: the last segment names the election node"
+        )
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/a\"\nstyle=\"lock\""
+        ))
+        .starts_with("clusters[0].elections[0].style: `lock` is not an election style")
+    );
+}

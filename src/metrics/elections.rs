@@ -10,7 +10,7 @@ use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::election::Election;
-use crate::model::elections::ElectionTree;
+use crate::model::elections::{ElectionTree, Style};
 use crate::model::tree::{Tree, TreeSource};
 
 /// Calls `f` with the labels and model of every election of every cluster.
@@ -49,9 +49,14 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     family(
         enc,
         names::ELECTION_CANDIDATES,
-        "Candidates (children with a sequence suffix) of the election.",
+        "Candidates (children with a sequence suffix) of the election; absent for node-style elections, whose standbys keep no node.",
         MetricType::Gauge,
-        |m| each_election(clusters, |l, e| gauge(m, l, e.candidate_count() as f64)),
+        |m| {
+            each_election_of_tree(clusters, |l, _, tree, e| match tree.spec().style {
+                Style::Sequential => gauge(m, l, e.candidate_count() as f64),
+                Style::Node { .. } => Ok(()),
+            })
+        },
     )?;
     family(
         enc,
@@ -84,12 +89,14 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     family(
         enc,
         names::ELECTION_MASTER_SEQUENCE,
-        "Sequence number of the master's node.",
+        "Sequence number of the master's node (sequential elections only).",
         MetricType::Gauge,
         |m| {
-            each_election(clusters, |l, e| match e.master() {
-                Some(master) => gauge(m, l, f64::from(master.sequence)),
-                None => Ok(()),
+            each_election_of_tree(clusters, |l, _, tree, e| {
+                match (&tree.spec().style, e.master()) {
+                    (Style::Sequential, Some(master)) => gauge(m, l, f64::from(master.sequence)),
+                    _ => Ok(()),
+                }
             })
         },
     )?;

@@ -3,7 +3,9 @@
 //!
 //! Every rule of the product lives here and nowhere else:
 //! - the master is the candidate with the lowest parsed sequence number;
-//! - a *switch* is a different node becoming master than the last one seen;
+//! - a *switch* is a different node becoming master than the last one seen
+//!   (a different name, or the same name re-created: another owner session
+//!   or creation time, as when a node-style election's node is re-created);
 //!   the first master of an election (at start-up or when the election first
 //!   appears) is not a switch, and a gap without master does not reset it;
 //! - *masterless* time runs from the moment the election is seen without
@@ -71,9 +73,9 @@ pub struct Election {
     /// Ordered by (sequence, name): the first entry is the master. Ties only
     /// happen after the 32-bit counter wrapped; the name breaks them.
     candidates: BTreeMap<(i32, String), Slot>,
-    /// Node name of the last master seen, kept through masterless gaps so the
-    /// next master counts as a switch.
-    last_master: Option<String>,
+    /// The last master seen, kept through masterless gaps so the next
+    /// master counts as a switch.
+    last_master: Option<Incarnation>,
     master_since: Option<SystemTime>,
     changes: u64,
     joins: u64,
@@ -82,6 +84,25 @@ pub struct Election {
     masterless_total: Duration,
     identity_counts: HashMap<String, u32>,
     duplicates: usize,
+}
+
+/// One master node as created: the same name re-created by another session
+/// (or at another time) is another master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Incarnation {
+    name: String,
+    owner: i64,
+    ctime: SystemTime,
+}
+
+impl Incarnation {
+    fn of(name: &str, slot: &Slot) -> Self {
+        Self {
+            name: name.to_owned(),
+            owner: slot.owner,
+            ctime: slot.ctime,
+        }
+    }
 }
 
 /// What a change did that the caller must record outside the election.
@@ -113,7 +134,7 @@ impl Election {
             election.insert(candidate);
         }
         if let Some(((_, name), slot)) = election.candidates.first_key_value() {
-            election.last_master = Some(name.clone());
+            election.last_master = Some(Incarnation::of(name, slot));
             election.master_since = Some(slot.ctime);
         } else {
             election.masterless_since = Some(now.mono);
@@ -220,13 +241,14 @@ impl Election {
     fn settle(&mut self, now: Now) -> Outcome {
         let mut outcome = Outcome::default();
         match self.candidates.first_key_value() {
-            Some(((_, name), _)) => {
-                if self.last_master.as_deref() != Some(name.as_str()) {
+            Some(((_, name), slot)) => {
+                let master = Incarnation::of(name, slot);
+                if self.last_master.as_ref() != Some(&master) {
                     if self.last_master.is_some() {
                         self.changes += 1;
                         outcome.switched = true;
                     }
-                    self.last_master = Some(name.clone());
+                    self.last_master = Some(master);
                     self.master_since = Some(now.wall);
                 }
                 if let Some(start) = self.masterless_since.take() {

@@ -1,5 +1,15 @@
-//! The elections of one tree: every node matched by a glob, with its
-//! candidates, plus the tree-wide masterless histogram.
+//! The elections of one tree, plus the tree-wide masterless histogram.
+//!
+//! Two styles exist in the wild:
+//! - **sequential** (kazoo, Curator, Solr, the seeds' bots): every node the
+//!   glob matches is an election and its EPHEMERAL_SEQUENTIAL children are
+//!   the candidates; the lowest sequence is master.
+//! - **node** (Kafka `/controller`, HBase `/hbase/master`, HDFS
+//!   `ActiveStandbyElectorLock`, most home-grown leaders): the election is
+//!   one EPHEMERAL node whose owner is master. The tree watches the nodes
+//!   that hold it (the glob without its last segment), and the election is
+//!   keyed by the node's own path; it is masterless while the node is
+//!   absent, and a re-created node is a switch.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
@@ -40,6 +50,7 @@ struct Entry {
 pub struct ElectionSpec {
     /// How a candidate's identity is read from its node.
     pub identity: IdentityMode,
+    pub style: Style,
     /// Fewest candidates (master plus standbys) each election should have;
     /// exported as `zookeeper_election_min_candidates` so one alert rule
     /// covers every election, and absent (no alert) when not configured:
@@ -51,9 +62,20 @@ impl From<IdentityMode> for ElectionSpec {
     fn from(identity: IdentityMode) -> Self {
         Self {
             identity,
+            style: Style::Sequential,
             min_candidates: None,
         }
     }
+}
+
+/// How an election's master is found (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Style {
+    Sequential,
+    /// The election is the child `name` of each node the tree matches.
+    Node {
+        name: String,
+    },
 }
 
 /// All elections under one glob.
@@ -77,8 +99,36 @@ impl ElectionTree {
         &self.spec
     }
 
+    /// The election a parent node holds: itself (sequential), or its child
+    /// named by the style (node).
+    fn key(&self, parent: &str) -> String {
+        match &self.spec.style {
+            Style::Sequential => parent.to_owned(),
+            Style::Node { name } if parent == "/" => format!("/{name}"),
+            Style::Node { name } => format!("{parent}/{name}"),
+        }
+    }
+
+    /// Whether a child of a parent node belongs to its election at all: a
+    /// node election looks at its one node, not at the node's siblings.
+    fn concerns(&self, child: &str) -> bool {
+        match &self.spec.style {
+            Style::Sequential => true,
+            Style::Node { name } => child == name,
+        }
+    }
+
+    /// The sequence of a candidate node; a node election's one node has
+    /// none (0) and is a candidate only while ephemeral.
+    fn sequence(&self, name: &str, ephemeral: bool) -> Option<i32> {
+        match self.spec.style {
+            Style::Sequential => parse_sequence(name),
+            Style::Node { .. } => ephemeral.then_some(0),
+        }
+    }
+
     fn candidate(&self, child: &ChildNode) -> Option<Candidate> {
-        let sequence = parse_sequence(&child.name)?;
+        let sequence = self.sequence(&child.name, child.ephemeral_owner != 0)?;
         Some(Candidate {
             identity: self.spec.identity.extract(&child.name, &child.data),
             name: child.name.clone(),
@@ -92,7 +142,7 @@ impl ElectionTree {
     fn split(&self, children: Vec<ChildNode>) -> (Vec<Candidate>, Others) {
         let mut candidates = Vec::with_capacity(children.len());
         let mut others = Others::default();
-        for child in children {
+        for child in children.into_iter().filter(|c| self.concerns(&c.name)) {
             match self.candidate(&child) {
                 Some(c) => candidates.push(c),
                 None if child.ephemeral_owner != 0 => {
@@ -139,7 +189,8 @@ impl TreeContent for ElectionTree {
     /// (after a reconnect) count what changed during the outage, exactly once.
     fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool) {
         let mut seen = BTreeSet::new();
-        for (path, children) in listing {
+        for (parent, children) in listing {
+            let path = self.key(&parent);
             let (candidates, others) = self.split(children);
             seen.insert(path.clone());
             match self.elections.get_mut(&path) {
@@ -166,31 +217,32 @@ impl TreeContent for ElectionTree {
     }
 
     /// A node matching the glob was created (or found). No-op if known.
-    fn parent_created(&mut self, path: &str, now: Now) {
-        if !self.elections.contains_key(path) {
-            self.elections.insert(
-                path.to_owned(),
-                Entry {
-                    election: Election::new([], now),
-                    others: Others::default(),
-                },
-            );
-        }
+    fn parent_created(&mut self, parent: &str, now: Now) {
+        let path = self.key(parent);
+        self.elections.entry(path).or_insert_with(|| Entry {
+            election: Election::new([], now),
+            others: Others::default(),
+        });
     }
 
     /// An election node was deleted; its state and any running masterless
     /// period are dropped with it.
-    fn parent_deleted(&mut self, path: &str) {
-        self.elections.remove(path);
+    fn parent_deleted(&mut self, parent: &str) {
+        let path = self.key(parent);
+        self.elections.remove(&path);
     }
 
     /// A child of an election was created or its data changed.
-    fn child_upserted(&mut self, election: &str, child: ChildNode, now: Now) {
-        if !self.elections.contains_key(election) {
-            self.parent_created(election, now);
+    fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
+        if !self.concerns(&child.name) {
+            return;
+        }
+        let election = self.key(parent);
+        if !self.elections.contains_key(&election) {
+            self.parent_created(parent, now);
         }
         let candidate = self.candidate(&child);
-        let Some(entry) = self.elections.get_mut(election) else {
+        let Some(entry) = self.elections.get_mut(&election) else {
             return;
         };
         match candidate {
@@ -208,23 +260,26 @@ impl TreeContent for ElectionTree {
     }
 
     /// A child of an election was deleted.
-    fn child_deleted(&mut self, election: &str, name: &str, now: Now) {
-        let Some(entry) = self.elections.get_mut(election) else {
+    fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
+        if !self.concerns(name) {
+            return;
+        }
+        let election = self.key(parent);
+        let sequence = self.sequence(name, true);
+        let Some(entry) = self.elections.get_mut(&election) else {
             return;
         };
-        match parse_sequence(name) {
-            Some(seq) => {
-                let outcome = entry.election.leave(name, seq, now);
-                self.record(outcome);
-            }
-            None => entry.others.remove(name),
+        entry.others.remove(name);
+        if let Some(seq) = sequence {
+            let outcome = entry.election.leave(name, seq, now);
+            self.record(outcome);
         }
     }
 
     /// Names of all children of an election (candidates and ignored ones).
-    fn child_names(&self, election: &str) -> BTreeSet<String> {
+    fn child_names(&self, parent: &str) -> BTreeSet<String> {
         self.elections
-            .get(election)
+            .get(&self.key(parent))
             .map(|e| {
                 e.election
                     .candidates()
@@ -236,8 +291,8 @@ impl TreeContent for ElectionTree {
             .unwrap_or_default()
     }
 
-    fn has_parent(&self, path: &str) -> bool {
-        self.elections.contains_key(path)
+    fn has_parent(&self, parent: &str) -> bool {
+        self.elections.contains_key(&self.key(parent))
     }
 
     fn parent_count(&self) -> usize {
@@ -292,6 +347,113 @@ mod tests {
         Now {
             mono: base + Duration::from_secs(s),
             wall: SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+        }
+    }
+
+    fn node(name: &str, owner: i64, ctime_ms: i64) -> ChildNode {
+        ChildNode {
+            name: name.into(),
+            data: format!(r#"{{"brokerid":{owner}}}"#).into_bytes(),
+            ephemeral_owner: owner,
+            ctime_ms,
+        }
+    }
+
+    fn controller() -> ElectionTree {
+        ElectionTree::new(ElectionSpec {
+            identity: IdentityMode::parse("json:/brokerid").unwrap(),
+            style: Style::Node {
+                name: "controller".into(),
+            },
+            min_candidates: None,
+        })
+    }
+
+    #[test]
+    fn a_node_election_is_its_one_ephemeral_node() {
+        let t = Instant::now();
+        let mut tree = controller();
+        // Kafka's root: /controller beside persistent siblings.
+        tree.apply_listing(
+            vec![(
+                "/".into(),
+                vec![
+                    node("controller", 7, 1),
+                    node("brokers", 0, 0),
+                    node("controller_epoch", 0, 0),
+                ],
+            )],
+            now(t, 0),
+            false,
+        );
+        assert_eq!(tree.parent_count(), 1);
+        let e = tree.election("/controller").unwrap();
+        let master = e.master().unwrap();
+        assert_eq!(
+            (master.node, master.identity, master.owner),
+            ("controller", "7", 7)
+        );
+        assert_eq!(
+            tree.ignored_count(),
+            0,
+            "siblings are no business of the election"
+        );
+        // The broker dies: masterless, then another broker re-creates it.
+        tree.child_deleted("/", "controller", now(t, 1));
+        assert!(tree.election("/controller").unwrap().master().is_none());
+        tree.child_deleted("/", "brokers", now(t, 1));
+        tree.child_upserted("/", node("controller", 9, 2), now(t, 3));
+        let e = tree.election("/controller").unwrap();
+        assert_eq!((e.changes(), e.master().unwrap().identity), (1, "9"));
+        assert_eq!(e.masterless_total(now(t, 3).mono), Duration::from_secs(2));
+        // A data change of the same node is no switch; another session
+        // re-creating it during an outage is one, counted at the resync.
+        tree.child_upserted("/", node("controller", 9, 2), now(t, 4));
+        tree.apply_listing(
+            vec![("/".into(), vec![node("controller", 11, 5)])],
+            now(t, 6),
+            true,
+        );
+        assert_eq!(tree.election("/controller").unwrap().changes(), 2);
+        // A persistent node of that name is no master.
+        tree.child_deleted("/", "controller", now(t, 7));
+        tree.child_upserted("/", node("controller", 0, 7), now(t, 7));
+        assert!(tree.election("/controller").unwrap().master().is_none());
+    }
+
+    proptest::proptest! {
+        /// Whatever the interleaving of creations (by any session) and
+        /// deletions of a node election's node, switches are exactly the
+        /// creations by another session than the last master's (or the same
+        /// session at another time), after the first master.
+        #[test]
+        fn node_switches_equal_owner_changes(
+            ops in proptest::collection::vec(proptest::option::of(1i64..4), 1..60),
+        ) {
+            let t = Instant::now();
+            let mut tree = controller();
+            tree.apply_listing(vec![("/".into(), vec![])], now(t, 0), false);
+            let (mut present, mut last, mut switches) = (false, None::<(i64, i64)>, 0u64);
+            for (i, op) in ops.into_iter().enumerate() {
+                let at = now(t, i as u64 + 1);
+                match op {
+                    Some(owner) if !present => {
+                        let incarnation = (owner, i as i64);
+                        tree.child_upserted("/", node("controller", owner, i as i64), at);
+                        if last.is_some_and(|l| l != incarnation) {
+                            switches += 1;
+                        }
+                        last = Some(incarnation);
+                        present = true;
+                    }
+                    Some(_) => {} // ZooKeeper refuses a second create
+                    None => {
+                        tree.child_deleted("/", "controller", at);
+                        present = false;
+                    }
+                }
+                proptest::prop_assert_eq!(tree.election("/controller").unwrap().changes(), switches);
+            }
         }
     }
 

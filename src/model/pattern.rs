@@ -60,6 +60,30 @@ impl TreePattern {
         })
     }
 
+    /// For an election that is one node (`style = "node"`): the pattern of
+    /// the nodes holding it, and its name. `/hadoop-ha/*/ActiveStandbyElectorLock`
+    /// becomes `/hadoop-ha/*` and `ActiveStandbyElectorLock`; `/controller`
+    /// becomes `/` and `controller`. The pattern keeps `text` as the `tree`
+    /// label. The last segment must be literal.
+    pub fn split_node(text: &str) -> Result<(Self, String), String> {
+        let full = Self::parse(text)?;
+        let Some(Some(name)) = full.segments.last().cloned() else {
+            return Err(format!(
+                "`{text}`: the last segment names the election node and must not be `*`"
+            ));
+        };
+        let segments = full.segments[..full.segments.len() - 1].to_vec();
+        let literal_prefix = segments.iter().take_while(|s| s.is_some()).count();
+        Ok((
+            Self {
+                text: full.text,
+                segments,
+                literal_prefix,
+            },
+            name,
+        ))
+    }
+
     /// The pattern as configured; used as the `tree` label.
     pub fn as_str(&self) -> &str {
         &self.text
@@ -103,7 +127,12 @@ impl TreePattern {
         let Some(rest) = path.strip_prefix('/') else {
             return PathKind::Other;
         };
-        let segments: Vec<&str> = rest.split('/').collect();
+        // `/` has no segments (it is the parent of a top-level node election).
+        let segments: Vec<&str> = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split('/').collect()
+        };
         if self.matches_segments(&segments) {
             return PathKind::Parent;
         }
@@ -112,7 +141,7 @@ impl TreePattern {
         {
             let cut = path.rfind('/').unwrap_or(0);
             return PathKind::Child {
-                parent: &path[..cut],
+                parent: if cut == 0 { "/" } else { &path[..cut] },
                 name: &path[cut + 1..],
             };
         }
@@ -136,6 +165,32 @@ mod tests {
         ] {
             assert!(TreePattern::parse(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn node_elections_split_into_their_parents() {
+        let (p, name) = TreePattern::split_node("/hadoop-ha/*/ActiveStandbyElectorLock").unwrap();
+        assert_eq!(
+            (p.as_str(), p.root().as_str(), name.as_str()),
+            (
+                "/hadoop-ha/*/ActiveStandbyElectorLock",
+                "/hadoop-ha",
+                "ActiveStandbyElectorLock"
+            )
+        );
+        assert_eq!(p.classify("/hadoop-ha/ns1"), PathKind::Parent);
+        let (root, name) = TreePattern::split_node("/controller").unwrap();
+        assert_eq!((root.root().as_str(), name.as_str()), ("/", "controller"));
+        assert_eq!(root.classify("/"), PathKind::Parent);
+        assert_eq!(
+            root.classify("/controller"),
+            PathKind::Child {
+                parent: "/",
+                name: "controller"
+            }
+        );
+        assert_eq!(root.classify("/brokers/ids"), PathKind::Other);
+        assert!(TreePattern::split_node("/a/*").is_err());
     }
 
     #[test]

@@ -119,6 +119,14 @@ impl SharedCluster {
         g.drops_to_report()
     }
 
+    /// Whether tree `i` holds sequential elections (whose election nodes
+    /// must be persistent: their children are the candidates).
+    pub fn is_sequential_election_tree(&self, i: usize) -> bool {
+        self.read().trees[i]
+            .as_elections()
+            .is_some_and(|e| e.spec().style == crate::model::elections::Style::Sequential)
+    }
+
     /// Whether tree `i` tracks `path` as an election or group.
     pub fn has_parent(&self, i: usize, path: &str) -> bool {
         self.read().trees[i].has_parent(path)

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
-use zookeeper_client::{Client, SessionState as ZkState};
+use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 
 use super::oneshot::{self, Sink};
+use super::read::{Op, multi_read};
 use super::watch::{
     MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, start_watch,
 };
@@ -33,6 +34,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const MEMBERS_REFRESH: Duration = Duration::from_secs(30);
 /// How soon a tree whose listing failed (no rights, connection loss) is retried.
 const SYNC_RETRY: Duration = Duration::from_secs(5);
+
+/// Why a tree could not be synced, in operator terms.
+struct Misfit(String);
 
 /// Why a client's life ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -482,6 +486,16 @@ impl<'a> Session<'a> {
             self.mode = Mode::Oneshot;
             result = self.list(i, &pattern).await;
         }
+        let result = match result {
+            Ok(listing) => match self.ephemeral_election_node(i, &listing).await {
+                Some(node) => Err(Misfit(format!(
+                    "{node} is itself an ephemeral node: its owner is the master and it has no \
+                     candidates; set style = \"node\" for this election (as for Kafka's /controller)"
+                ))),
+                None => Ok(listing),
+            },
+            Err(e) => Err(Misfit(describe_sync_error(self.cfg, &pattern, &e))),
+        };
         match result {
             Ok(listing) => {
                 let listed = self.state.tree_listed(i, listing, Now::current());
@@ -493,14 +507,42 @@ impl<'a> Session<'a> {
                 }
                 self.watched[i].current = Some(self.generation);
             }
-            Err(e) => {
+            Err(Misfit(message)) => {
                 self.watched[i].watch = None;
-                let message = describe_sync_error(self.cfg, &pattern, &e);
                 if self.state.tree_failed(i, message.clone()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
                 }
             }
         }
+    }
+
+    /// A sequential election whose node is itself ephemeral (an election
+    /// node election configured the wrong way) would be masterless forever:
+    /// the elections a listing found without children are checked.
+    async fn ephemeral_election_node(
+        &self,
+        i: usize,
+        listing: &[(String, Vec<ChildNode>)],
+    ) -> Option<String> {
+        if !self.state.is_sequential_election_tree(i) {
+            return None;
+        }
+        let empty: Vec<String> = listing
+            .iter()
+            .filter(|(_, children)| children.is_empty())
+            .map(|(path, _)| path.clone())
+            .collect();
+        if empty.is_empty() {
+            return None;
+        }
+        let timed = |took| self.state.request_observed("multi_read", took);
+        let stats = multi_read(&self.client, &empty, Op::Data, &timed)
+            .await
+            .ok()?;
+        empty.into_iter().zip(stats).find_map(|(path, r)| match r {
+            MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0 => Some(path),
+            _ => None,
+        })
     }
 
     /// Places the watches of tree `i` and lists it, in the current mode.

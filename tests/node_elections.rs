@@ -1,0 +1,198 @@
+//! Node-style elections against a real ZooKeeper, laid out as Kafka lays
+//! out its controller: one EPHEMERAL `/controller` (under the cluster's
+//! chroot) holding `{"version":1,"brokerid":N,"timestamp":"…"}`, re-created
+//! by the next broker on failover. One failover by a closed session, one by
+//! an abandoned session (its node stays until expiry), and one while the
+//! agent is cut off: each counted exactly once.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use zookeeper_client::{Acls, Client, CreateMode};
+
+const T: Duration = Duration::from_secs(40);
+
+/// A broker becoming controller: creates `/controller` (relative to `root`).
+async fn become_controller(c: &Client, root: &str, broker: u32) {
+    let data = format!(r#"{{"version":1,"brokerid":{broker},"timestamp":"1700000000000"}}"#);
+    c.create(
+        &format!("{root}/controller"),
+        data.as_bytes(),
+        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("broker {broker} cannot become controller: {e}"));
+}
+
+fn config(servers: &str, chroot: &str) -> String {
+    format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\nchroot = \"{chroot}\"\n\
+         session_timeout = \"15s\"\n[clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"/controller\"\nstyle = \"node\"\nidentity = \"json:/brokerid\"\n"
+    )
+}
+
+fn labels() -> [(&'static str, &'static str); 2] {
+    [("cluster", "test"), ("election", "/controller")]
+}
+
+fn controller(m: &Metrics) -> Option<String> {
+    m.series("zookeeper_election_master", &labels())
+        .first()
+        .and_then(|(l, _)| l.get("identity").cloned())
+}
+
+fn switches(m: &Metrics) -> Option<f64> {
+    m.get("zookeeper_election_master_changes_total", &labels())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_controller_failovers_are_counted_once_each() {
+    let zk = shared_server();
+    let proxy = Proxy::start(zk.address()).await;
+    let root = unique_path("kafka");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &format!("{root}/brokers/ids")).await;
+    admin
+        .create(
+            &format!("{root}/controller_epoch"),
+            b"5",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let broker1 = client(&zk.address()).await;
+    become_controller(&broker1, &root, 1).await;
+    let exporter = Exporter::start(&config(&proxy.address(), &root));
+    let m = exporter
+        .until("broker 1 is controller", T, |m| {
+            controller(m).as_deref() == Some("1")
+        })
+        .await;
+    assert_eq!(m.get("zookeeper_election_has_master", &labels()), Some(1.0));
+    assert_eq!(switches(&m), Some(0.0));
+    assert_eq!(
+        m.get("zookeeper_election_candidates", &labels()),
+        None,
+        "without standbys a node election has no candidate count"
+    );
+
+    // Broker 1 shuts down cleanly: masterless until broker 2 takes over.
+    drop(broker1);
+    exporter
+        .until("masterless", T, |m| {
+            m.get("zookeeper_election_has_master", &labels()) == Some(0.0)
+        })
+        .await;
+    let broker2 = abandonable_client(&zk.address(), Duration::from_secs(2)).await;
+    become_controller(&broker2, &root, 2).await;
+    exporter
+        .until("broker 2 is controller", T, |m| {
+            controller(m).as_deref() == Some("2") && switches(m) == Some(1.0)
+        })
+        .await;
+
+    // Broker 2 crashes (session abandoned): its node stays until expiry,
+    // then broker 3 takes over.
+    drop(broker2);
+    let broker3 = client(&zk.address()).await;
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let data = br#"{"version":1,"brokerid":3,"timestamp":"1700000000001"}"#;
+        match broker3
+            .create(
+                &format!("{root}/controller"),
+                data,
+                &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+            )
+            .await
+        {
+            Ok(_) => break,
+            Err(zookeeper_client::Error::NodeExists) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "broker 2 never expired"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("broker 3: {e}"),
+        }
+    }
+    exporter
+        .until("broker 3 is controller", T, |m| {
+            controller(m).as_deref() == Some("3") && switches(m) == Some(2.0)
+        })
+        .await;
+
+    // The agent is cut off while broker 3 dies and broker 4 takes over:
+    // found at the resync, counted once.
+    proxy.cut();
+    exporter
+        .until("agent disconnected", T, |m| {
+            m.get(
+                "zookeeper_tree_synced",
+                &[("cluster", "test"), ("tree", "/controller")],
+            ) == Some(0.0)
+        })
+        .await;
+    drop(broker3);
+    let broker4 = client(&zk.address()).await;
+    let deadline = std::time::Instant::now() + T;
+    while admin
+        .check_stat(&format!("{root}/controller"))
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "broker 3's node stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    become_controller(&broker4, &root, 4).await;
+    proxy.restore();
+    let m = exporter
+        .until("broker 4 is controller after the resync", T, |m| {
+            controller(m).as_deref() == Some("4")
+        })
+        .await;
+    assert_eq!(
+        switches(&m),
+        Some(3.0),
+        "the switch during the outage counts once"
+    );
+    assert_eq!(m.get("zookeeper_election_has_master", &labels()), Some(1.0));
+    drop(broker4);
+}
+
+/// `/controller` configured as a sequential election (the default) would
+/// be masterless forever, a permanent false page: the tree is reported
+/// unsynced with the fix instead, and no election series exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ephemeral_election_node_configured_as_sequential_says_how_to_fix_it() {
+    let zk = shared_server();
+    let root = unique_path("misfit");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &root).await;
+    let broker = client(&zk.address()).await;
+    become_controller(&broker, &root, 1).await;
+    let exporter = Exporter::start(&cluster_config(
+        &zk.address(),
+        &format!("{root}/controller"),
+        "[clusters.four_letter_words]\nenabled = false",
+    ));
+    let reason = exporter.until_not_ready("set style = \"node\"", T).await;
+    assert!(
+        reason.contains(&format!("{root}/controller is itself an ephemeral node")),
+        "{reason}"
+    );
+    let m = exporter.metrics().unwrap();
+    assert!(m.series("zookeeper_election_has_master", &[]).is_empty());
+    let (_, body) = http_get(exporter.port, "/api/v1/trees").unwrap();
+    assert!(body.contains("\"style\":\"sequential\""), "{body}");
+    assert!(body.contains("is itself an ephemeral node"), "{body}");
+    drop(broker);
+}
