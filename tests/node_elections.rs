@@ -196,3 +196,91 @@ async fn an_ephemeral_election_node_configured_as_sequential_says_how_to_fix_it(
     assert!(body.contains("is itself an ephemeral node"), "{body}");
     drop(broker);
 }
+
+/// Hex to bytes, for the byte-exact payloads below.
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// HBase's `/hbase/master` as HBase 2 writes it: `0xFF`, the id length and
+/// `master:16000`, `PBUF`, then `Master{ServerName{m1.example.com, 16000,
+/// 1700000000123}, rpc_version 0, info_port 16010}`.
+const HBASE_MASTER: &str = "ff0000000c6d61737465723a3136303030504255460a1a0a0e6d312e6578616d706c652e636f6d10807d18fbd095ffbc311000188a7d";
+/// HDFS ZKFC's `ActiveNodeInfo{ns1, nn2, nn2.example.com, 8020, 8019}`.
+const HDFS_ACTIVE: &str = "0a036e733112036e6e321a0f6e6e322e6578616d706c652e636f6d20d43e28d33e";
+
+/// HBase's master and HDFS's active namenode, with their binary payloads:
+/// the identity comes out as `host:port` and the namenode id, and the
+/// persistent HDFS breadcrumb beside the lock is no master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
+    let zk = shared_server();
+    let root = unique_path("hadoop");
+    let admin = client(&zk.address()).await;
+    let (hbase, ns1) = (format!("{root}/hbase"), format!("{root}/hadoop-ha/ns1"));
+    mkdir(&admin, &hbase).await;
+    mkdir(&admin, &ns1).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let master = client(&zk.address()).await;
+    master
+        .create(&format!("{hbase}/master"), &unhex(HBASE_MASTER), &ephemeral)
+        .await
+        .unwrap();
+    let zkfc = client(&zk.address()).await;
+    zkfc.create(
+        &format!("{ns1}/ActiveStandbyElectorLock"),
+        &unhex(HDFS_ACTIVE),
+        &ephemeral,
+    )
+    .await
+    .unwrap();
+    admin
+        .create(
+            &format!("{ns1}/ActiveBreadCrumb"),
+            &unhex(HDFS_ACTIVE),
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"{hbase}/master\"\nstyle = \"node\"\nidentity = \"hbase\"\n\
+         [[clusters.elections]]\npath = \"{root}/hadoop-ha/*/ActiveStandbyElectorLock\"\nstyle = \"node\"\nidentity = \"hdfs\"\n",
+        zk.address()
+    ));
+    let identity = |m: &Metrics, e: &str| master_identity(m, e);
+    let (hbase_master, hdfs_lock) = (
+        format!("{hbase}/master"),
+        format!("{ns1}/ActiveStandbyElectorLock"),
+    );
+    let m = exporter
+        .until("both masters named", T, |m| {
+            identity(m, &hbase_master).is_some() && identity(m, &hdfs_lock).is_some()
+        })
+        .await;
+    assert_eq!(
+        identity(&m, &hbase_master).as_deref(),
+        Some("m1.example.com:16000")
+    );
+    assert_eq!(identity(&m, &hdfs_lock).as_deref(), Some("nn2"));
+    assert_eq!(
+        m.series("zookeeper_election_has_master", &[]).len(),
+        2,
+        "the breadcrumb is no election"
+    );
+    // The active namenode fails over: the lock is gone, the nameservice
+    // masterless until the standby's ZKFC takes it.
+    drop(zkfc);
+    exporter
+        .until("ns1 masterless", T, |m| {
+            m.get(
+                "zookeeper_election_has_master",
+                &election_labels(&hdfs_lock),
+            ) == Some(0.0)
+        })
+        .await;
+    drop(master);
+}

@@ -7,6 +7,8 @@
 
 use regex::Regex;
 
+use super::protobuf;
+
 /// Longest identity we keep; longer ones are cut (label values must stay small).
 pub const MAX_IDENTITY_CHARS: usize = 128;
 
@@ -81,16 +83,34 @@ pub enum IdentityMode {
     JsonPointer(String),
     /// The first capture group of a regex applied to the node data as text.
     Regex(Regex),
+    /// A protobuf field, by field numbers from the outermost message
+    /// (`protobuf:1.1`), after HBase's `0xFF…PBUF` prefix when present.
+    Protobuf(Vec<u64>),
+    /// HBase's master znode: `host:port` of its `ServerName`.
+    Hbase,
+    /// HDFS's `ActiveNodeInfo` (ZKFC lock and breadcrumb): the namenode id.
+    Hdfs,
 }
 
 impl IdentityMode {
-    /// Parses `data`, `node`, `json:/pointer` or `regex:PATTERN`.
+    /// Parses `data`, `node`, `json:/pointer`, `regex:PATTERN`,
+    /// `protobuf:N[.N…]`, `hbase` or `hdfs`.
     pub fn parse(spec: &str) -> Result<Self, String> {
-        if spec == "data" {
-            return Ok(Self::Data);
+        match spec {
+            "data" => return Ok(Self::Data),
+            "node" => return Ok(Self::Node),
+            "hbase" => return Ok(Self::Hbase),
+            "hdfs" => return Ok(Self::Hdfs),
+            _ => {}
         }
-        if spec == "node" {
-            return Ok(Self::Node);
+        if let Some(fields) = spec.strip_prefix("protobuf:") {
+            let path: Result<Vec<u64>, _> = fields.split('.').map(str::parse::<u64>).collect();
+            return match path {
+                Ok(p) if !p.is_empty() && p.iter().all(|n| *n > 0) => Ok(Self::Protobuf(p)),
+                _ => Err(format!(
+                    "`{fields}` is not a protobuf field path; write field numbers such as `protobuf:1.1`"
+                )),
+            };
         }
         if let Some(pointer) = spec.strip_prefix("json:") {
             if !(pointer.is_empty() || pointer.starts_with('/')) {
@@ -115,19 +135,30 @@ impl IdentityMode {
             return Ok(Self::Regex(regex));
         }
         Err(format!(
-            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\" or \"regex:PATTERN\""
+            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\" or \"hdfs\""
         ))
     }
 
     /// Extracts the identity of the node `name` holding `data`.
     ///
-    /// Never fails: invalid UTF-8 is replaced, the result is trimmed and cut to
-    /// [`MAX_IDENTITY_CHARS`], and anything empty or unmatched falls back to the
-    /// node name so a candidate always has an identity.
+    /// Never fails: the result is trimmed and cut to [`MAX_IDENTITY_CHARS`],
+    /// control characters become U+FFFD, and binary data (not UTF-8, or
+    /// holding NUL), anything empty or unmatched falls back to the node name,
+    /// so a candidate always has an identity and no label carries binary.
     pub fn extract(&self, name: &str, data: &[u8]) -> String {
         let raw = match self {
             Self::Node => None,
-            Self::Data => Some(lossy_prefix(data)),
+            Self::Data => text_prefix(data),
+            Self::Protobuf(path) => {
+                protobuf::path(protobuf::strip_hbase_prefix(data), path).and_then(|v| v.text())
+            }
+            Self::Hbase => {
+                let pb = protobuf::strip_hbase_prefix(data);
+                let host = protobuf::path(pb, &[1, 1]).and_then(|v| v.text());
+                let port = protobuf::path(pb, &[1, 2]).and_then(|v| v.text());
+                host.zip(port).map(|(h, p)| format!("{h}:{p}"))
+            }
+            Self::Hdfs => protobuf::field(data, 2).and_then(|v| v.text()),
             Self::Regex(regex) => {
                 let text = lossy_prefix(data);
                 regex
@@ -154,6 +185,20 @@ impl IdentityMode {
 
 fn lossy_prefix(data: &[u8]) -> String {
     String::from_utf8_lossy(&data[..data.len().min(IDENTITY_SCAN_BYTES)]).into_owned()
+}
+
+/// The scanned prefix of `data` when it is text: valid UTF-8 (a character
+/// cut by the scan limit aside) without NUL; `None` for binary.
+fn text_prefix(data: &[u8]) -> Option<String> {
+    let prefix = &data[..data.len().min(IDENTITY_SCAN_BYTES)];
+    let text = match std::str::from_utf8(prefix) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&prefix[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    (!text.contains('\0')).then(|| text.to_owned())
 }
 
 /// Trims, replaces control characters (NUL, newline, escape sequences: they
@@ -247,10 +292,50 @@ mod tests {
         let data_mode = IdentityMode::parse("data").unwrap();
         assert_eq!(data_mode.extract("c", b"  dev-1 \n"), "dev-1");
         assert_eq!(data_mode.extract("c_1", b"   "), "c_1");
-        assert_eq!(data_mode.extract("c", &[0xff, b'a']), "\u{fffd}a");
         assert_eq!(
-            data_mode.extract("c", b"a\nb\0c\x1b"),
+            data_mode.extract("c", &[0xff, b'a']),
+            "c",
+            "binary: the node name"
+        );
+        assert_eq!(data_mode.extract("c", b"a\nb\0c"), "c", "NUL: binary");
+        assert_eq!(
+            data_mode.extract("c", b"a\nb\tc\x1b"),
             "a\u{fffd}b\u{fffd}c\u{fffd}"
+        );
+        let hbase = crate::model::protobuf::tests::hbase_master("m1.example.com", 16000, 17);
+        assert_eq!(
+            IdentityMode::parse("hbase")
+                .unwrap()
+                .extract("master", &hbase),
+            "m1.example.com:16000"
+        );
+        assert_eq!(
+            data_mode.extract("master", &hbase),
+            "master",
+            "never binary in a label"
+        );
+        assert_eq!(
+            IdentityMode::parse("protobuf:1.3")
+                .unwrap()
+                .extract("master", &hbase),
+            "17"
+        );
+        let hdfs = crate::model::protobuf::tests::hdfs_active("ns1", "nn2", "nn2.example.com");
+        assert_eq!(
+            IdentityMode::parse("hdfs").unwrap().extract("lock", &hdfs),
+            "nn2"
+        );
+        assert_eq!(
+            IdentityMode::parse("protobuf:3")
+                .unwrap()
+                .extract("lock", &hdfs),
+            "nn2.example.com"
+        );
+        assert_eq!(
+            IdentityMode::parse("hdfs")
+                .unwrap()
+                .extract("lock", b"junk"),
+            "lock"
         );
         assert_eq!(
             IdentityMode::parse("node").unwrap().extract("c_1", b"x"),
@@ -280,6 +365,14 @@ mod tests {
                 .unwrap_err()
                 .contains("not an identity mode")
         );
+        for bad in ["protobuf:", "protobuf:a", "protobuf:0", "protobuf:1..2"] {
+            assert!(
+                IdentityMode::parse(bad)
+                    .unwrap_err()
+                    .contains("not a protobuf field path"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

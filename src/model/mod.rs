@@ -13,6 +13,7 @@ pub mod groups;
 pub mod histogram;
 pub mod locks;
 pub mod pattern;
+pub mod protobuf;
 pub mod session;
 pub mod shared;
 pub mod tree;
