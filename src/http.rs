@@ -173,7 +173,7 @@ async fn trees(State(state): State<AppState>) -> Response {
                     };
                     let style = t.as_elections().map(|e| match &e.spec().style {
                         Style::Sequential => "sequential",
-                        Style::Node { .. } => "node",
+                        Style::Node(_) => "node",
                     });
                     serde_json::json!({
                         "path": t.pattern().as_str(),

@@ -30,7 +30,8 @@ fn config(servers: &str, chroot: &str) -> String {
     format!(
         "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\nchroot = \"{chroot}\"\n\
          session_timeout = \"15s\"\n[clusters.four_letter_words]\nenabled = false\n\
-         [[clusters.elections]]\npath = \"/controller\"\nstyle = \"node\"\nidentity = \"json:/brokerid\"\n"
+         [[clusters.elections]]\npath = \"/controller\"\nstyle = \"node\"\nidentity = \"json:/brokerid\"\n\
+         standbys = \"/brokers/ids\"\nepoch = \"/controller_epoch\"\n"
     )
 }
 
@@ -63,6 +64,17 @@ async fn kafka_controller_failovers_are_counted_once_each() {
         )
         .await
         .unwrap();
+    // Every broker registers under brokers/ids, the controller too.
+    for id in ["1", "2", "3", "4"] {
+        admin
+            .create(
+                &format!("{root}/brokers/ids/{id}"),
+                b"{}",
+                &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+    }
     let broker1 = client(&zk.address()).await;
     become_controller(&broker1, &root, 1).await;
     let exporter = Exporter::start(&config(&proxy.address(), &root));
@@ -75,9 +87,24 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     assert_eq!(switches(&m), Some(0.0));
     assert_eq!(
         m.get("zookeeper_election_candidates", &labels()),
-        None,
-        "without standbys a node election has no candidate count"
+        Some(4.0),
+        "the controller and three standby brokers; broker 1 is counted once"
     );
+    assert_eq!(m.get("zookeeper_election_epoch", &labels()), Some(5.0));
+    assert_eq!(
+        m.get("zookeeper_group_members", &[("group", "/brokers/ids")]),
+        Some(4.0),
+        "the standby registry is a group too"
+    );
+    // A stale controller writes an older epoch: a fencing failure.
+    let epoch = format!("{root}/controller_epoch");
+    admin.set_data(&epoch, b"6", None).await.unwrap();
+    admin.set_data(&epoch, b"4", None).await.unwrap();
+    exporter
+        .until("the epoch regression", T, |m| {
+            m.get("zookeeper_election_epoch_regressions_total", &labels()) == Some(1.0)
+        })
+        .await;
 
     // Broker 1 shuts down cleanly: masterless until broker 2 takes over.
     drop(broker1);
@@ -248,7 +275,8 @@ async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
     let exporter = Exporter::start(&format!(
         "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n\
          [[clusters.elections]]\npath = \"{hbase}/master\"\nstyle = \"node\"\nidentity = \"hbase\"\n\
-         [[clusters.elections]]\npath = \"{root}/hadoop-ha/*/ActiveStandbyElectorLock\"\nstyle = \"node\"\nidentity = \"hdfs\"\n",
+         [[clusters.elections]]\npath = \"{root}/hadoop-ha/*/ActiveStandbyElectorLock\"\nstyle = \"node\"\nidentity = \"hdfs\"\n\
+         record = {{ path = \"{root}/hadoop-ha/*/ActiveBreadCrumb\", identity = \"hdfs\" }}\n",
         zk.address()
     ));
     let identity = |m: &Metrics, e: &str| master_identity(m, e);
@@ -271,6 +299,22 @@ async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
         2,
         "the breadcrumb is no election"
     );
+    let hdfs = election_labels(&hdfs_lock);
+    assert_eq!(m.get("zookeeper_election_record_agrees", &hdfs), Some(1.0));
+    // The breadcrumb names another namenode than the lock's owner.
+    let other: Vec<u8> = unhex(HDFS_ACTIVE)
+        .into_iter()
+        .map(|b| if b == b'2' { b'1' } else { b })
+        .collect();
+    admin
+        .set_data(&format!("{ns1}/ActiveBreadCrumb"), &other, None)
+        .await
+        .unwrap();
+    exporter
+        .until("the record disagrees", T, |m| {
+            m.get("zookeeper_election_record_agrees", &hdfs) == Some(0.0)
+        })
+        .await;
     // The active namenode fails over: the lock is gone, the nameservice
     // masterless until the standby's ZKFC takes it.
     drop(zkfc);

@@ -7,7 +7,7 @@ use super::validate::*;
 use super::*;
 use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
-use crate::model::elections::{ElectionSpec, Style};
+use crate::model::elections::{ElectionSpec, NodeSpec, Style};
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
@@ -51,7 +51,22 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         &servers,
     )?;
     let elections = validate_elections(key, c.elections)?;
-    let groups = validate_groups(key, c.groups)?;
+    let mut groups = validate_groups(key, c.groups)?;
+    // A node election's standby registry is watched as a group of its own.
+    for e in &elections {
+        if let Style::Node(NodeSpec {
+            standbys: Some(path),
+            ..
+        }) = &e.spec.style
+            && !groups.iter().any(|g| g.pattern.as_str() == path)
+        {
+            groups.push(GroupConfig {
+                pattern: TreePattern::parse(path)
+                    .map_err(|m| ConfigError::new(format!("{key}.elections"), m))?,
+                spec: GroupSpec::discovered(),
+            });
+        }
+    }
     let locks = validate_locks(key, c.locks)?;
     let diagnostics = validate_ghost_check(
         &format!("{key}.diagnostics"),
@@ -131,7 +146,8 @@ fn validate_elections(
             ),
             Some("node") => {
                 let (pattern, name) = TreePattern::split_node(&e.path).map_err(path_error)?;
-                (pattern, Style::Node { name })
+                let style = node_style(&ekey, &e, &pattern, name)?;
+                (pattern, style)
             }
             Some(other) => {
                 return Err(ConfigError::new(
@@ -142,6 +158,20 @@ fn validate_elections(
                 ));
             }
         };
+        if style.is_sequential() {
+            for (set, field) in [
+                (e.standbys.is_some(), "standbys"),
+                (e.epoch.is_some(), "epoch"),
+                (e.record.is_some(), "record"),
+            ] {
+                if set {
+                    return Err(ConfigError::new(
+                        format!("{ekey}.{field}"),
+                        "only applies to style = \"node\" (a sequential election's candidates are its children)",
+                    ));
+                }
+            }
+        }
         let identity = IdentityMode::parse(e.identity.as_deref().unwrap_or("data"))
             .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
         if e.min_candidates == Some(0) {
@@ -158,6 +188,65 @@ fn validate_elections(
         elections.push(ElectionConfig { pattern, spec });
     }
     Ok(elections)
+}
+
+/// The node style of election `e` (`pattern` holds its node `name`): its
+/// epoch and record must be siblings of the node, its standbys a single
+/// registry of a single election.
+fn node_style(
+    ekey: &str,
+    e: &RawElection,
+    pattern: &TreePattern,
+    name: String,
+) -> Result<Style, ConfigError> {
+    let sibling = |field: &str, path: &str| -> Result<String, ConfigError> {
+        let key = format!("{ekey}.{field}");
+        let (parent, sibling) =
+            TreePattern::split_node(path).map_err(|m| ConfigError::new(&key, m))?;
+        if !parent.same_nodes(pattern) {
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "`{path}` must be a sibling of the election node `{}`",
+                    e.path
+                ),
+            ));
+        }
+        Ok(sibling)
+    };
+    let epoch = e
+        .epoch
+        .as_deref()
+        .map(|p| sibling("epoch", p))
+        .transpose()?;
+    let record = match &e.record {
+        None => None,
+        Some(r) => {
+            let mode = IdentityMode::parse(r.identity.as_deref().unwrap_or("data"))
+                .map_err(|m| ConfigError::new(format!("{ekey}.record.identity"), m))?;
+            Some((sibling("record.path", &r.path)?, mode))
+        }
+    };
+    let standbys = match &e.standbys {
+        None => None,
+        Some(path) => {
+            let key = format!("{ekey}.standbys");
+            let registry = TreePattern::parse(path).map_err(|m| ConfigError::new(&key, m))?;
+            if !registry.is_single() || !pattern.is_single() {
+                return Err(ConfigError::new(
+                    key,
+                    "applies to a single election (no `*` in path) and names one registry (no `*`)",
+                ));
+            }
+            Some(path.clone())
+        }
+    };
+    Ok(Style::Node(NodeSpec {
+        name,
+        epoch,
+        record,
+        standbys,
+    }))
 }
 
 fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, ConfigError> {

@@ -125,6 +125,9 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
                 identity: o.identity.clone(),
                 style: None,
                 min_candidates: None,
+                standbys: None,
+                epoch: None,
+                record: None,
             })
             .collect();
     }

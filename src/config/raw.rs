@@ -85,6 +85,13 @@ pub(super) struct RawDiscovery {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(super) struct RawRecord {
+    pub(super) path: String,
+    pub(super) identity: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RawLock {
     pub(super) path: String,
     pub(super) max_hold: Option<String>,
@@ -125,4 +132,7 @@ pub(super) struct RawElection {
     pub(super) identity: Option<String>,
     pub(super) style: Option<String>,
     pub(super) min_candidates: Option<u32>,
+    pub(super) standbys: Option<String>,
+    pub(super) epoch: Option<String>,
+    pub(super) record: Option<RawRecord>,
 }

@@ -349,12 +349,10 @@ fn election_styles() {
     .unwrap();
     let e = &c.clusters[0].elections[0];
     assert_eq!(e.pattern.root(), "/hadoop-ha");
-    assert_eq!(
-        e.spec.style,
-        crate::model::elections::Style::Node {
-            name: "ActiveStandbyElectorLock".into()
-        }
-    );
+    assert!(matches!(
+        &e.spec.style,
+        crate::model::elections::Style::Node(n) if n.name == "ActiveStandbyElectorLock"
+    ));
     assert!(
         err(&format!(
             "{base}[[clusters.elections]]\npath=\"/a/*\"\nstyle=\"node\""
@@ -368,5 +366,51 @@ fn election_styles() {
             "{base}[[clusters.elections]]\npath=\"/a\"\nstyle=\"lock\""
         ))
         .starts_with("clusters[0].elections[0].style: `lock` is not an election style")
+    );
+}
+
+#[test]
+fn node_election_extras() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/controller\"\nstyle=\"node\"\n\
+             standbys=\"/brokers/ids\"\nepoch=\"/controller_epoch\"\n\
+             record={{ path=\"/leader_record\", identity=\"node\" }}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    assert_eq!(
+        cluster.groups[0].pattern.as_str(),
+        "/brokers/ids",
+        "standbys are watched"
+    );
+    let crate::model::elections::Style::Node(n) = &cluster.elections[0].spec.style else {
+        panic!("node style");
+    };
+    assert_eq!(n.epoch.as_deref(), Some("controller_epoch"));
+    assert_eq!(
+        n.record.as_ref().map(|(r, _)| r.as_str()),
+        Some("leader_record")
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/controller\"\nstyle=\"node\"\nepoch=\"/x/epoch\""
+        )),
+        "clusters[0].elections[0].epoch: `/x/epoch` must be a sibling of the election node `/controller`"
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/b/*\"\nepoch=\"/b/e\""
+        ))
+        .starts_with("clusters[0].elections[0].epoch: only applies to style = \"node\"")
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/ha/*/lock\"\nstyle=\"node\"\nstandbys=\"/ha/standbys\""
+        ))
+        .starts_with("clusters[0].elections[0].standbys: applies to a single election")
     );
 }

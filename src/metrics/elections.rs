@@ -10,7 +10,7 @@ use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::election::Election;
-use crate::model::elections::{ElectionTree, Style};
+use crate::model::elections::{ElectionTree, NodeSpec, Style};
 use crate::model::tree::{Tree, TreeSource};
 
 /// Calls `f` with the labels and model of every election of every cluster.
@@ -18,13 +18,23 @@ pub(super) fn each_election(
     clusters: &[&ClusterState],
     mut f: impl FnMut(&Labels, &Election) -> fmt::Result,
 ) -> fmt::Result {
-    each_election_of_tree(clusters, |l, _, _, e| f(l, e))
+    each_election_seen(clusters, |l, seen| f(l, seen.election))
 }
 
-/// [`each_election`], with the election's tree.
-fn each_election_of_tree(
+/// One election with where it lives, for families that need more than
+/// the election itself.
+struct Seen<'a> {
+    cluster: &'a ClusterState,
+    tree: &'a Tree,
+    elections: &'a ElectionTree,
+    path: &'a str,
+    election: &'a Election,
+}
+
+/// [`each_election`], with the election's cluster and tree.
+fn each_election_seen(
     clusters: &[&ClusterState],
-    mut f: impl FnMut(&Labels, &Tree, &ElectionTree, &Election) -> fmt::Result,
+    mut f: impl FnMut(&Labels, &Seen) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
         for tree in &c.trees {
@@ -32,16 +42,35 @@ fn each_election_of_tree(
                 continue;
             };
             for (path, election) in elections.elections() {
-                f(
-                    &Labels::new("cluster", c.name.as_str()).with("election", path),
+                let seen = Seen {
+                    cluster: c,
                     tree,
                     elections,
+                    path,
                     election,
+                };
+                f(
+                    &Labels::new("cluster", c.name.as_str()).with("election", path),
+                    &seen,
                 )?;
             }
         }
     }
     Ok(())
+}
+
+/// Master plus distinct standbys of a node election with a standby
+/// registry (the registry may list the master too, as Kafka's
+/// `brokers/ids` does); `None` without one.
+fn node_candidates(seen: &Seen, spec: &NodeSpec) -> Option<usize> {
+    let registry = seen.cluster.group(spec.standbys.as_deref()?)?;
+    let master = seen.election.master().map(|m| m.identity);
+    let standbys = registry
+        .member_names()
+        .filter(|name| Some(*name) != master)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    Some(usize::from(master.is_some()) + standbys)
 }
 
 pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
@@ -52,9 +81,12 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Candidates (children with a sequence suffix) of the election; absent for node-style elections, whose standbys keep no node.",
         MetricType::Gauge,
         |m| {
-            each_election_of_tree(clusters, |l, _, tree, e| match tree.spec().style {
-                Style::Sequential => gauge(m, l, e.candidate_count() as f64),
-                Style::Node { .. } => Ok(()),
+            each_election_seen(clusters, |l, seen| match &seen.elections.spec().style {
+                Style::Sequential => gauge(m, l, seen.election.candidate_count() as f64),
+                Style::Node(spec) => match node_candidates(seen, spec) {
+                    Some(n) => gauge(m, l, n as f64),
+                    None => Ok(()),
+                },
             })
         },
     )?;
@@ -92,8 +124,8 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Sequence number of the master's node (sequential elections only).",
         MetricType::Gauge,
         |m| {
-            each_election_of_tree(clusters, |l, _, tree, e| {
-                match (&tree.spec().style, e.master()) {
+            each_election_seen(clusters, |l, seen| {
+                match (&seen.elections.spec().style, seen.election.master()) {
                     (Style::Sequential, Some(master)) => gauge(m, l, f64::from(master.sequence)),
                     _ => Ok(()),
                 }
@@ -159,9 +191,11 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Configured fewest candidates (master plus standbys) of the election; only where min_candidates is set.",
         MetricType::Gauge,
         |m| {
-            each_election_of_tree(clusters, |l, _, tree, _| match tree.spec().min_candidates {
-                Some(min) => gauge(m, l, f64::from(min)),
-                None => Ok(()),
+            each_election_seen(clusters, |l, seen| {
+                match seen.elections.spec().min_candidates {
+                    Some(min) => gauge(m, l, f64::from(min)),
+                    None => Ok(()),
+                }
             })
         },
     )?;
@@ -171,9 +205,59 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 for an election found by discovery rather than configured (absent otherwise): its alerts are at most warnings.",
         MetricType::Gauge,
         |m| {
-            each_election_of_tree(clusters, |l, tree, _, _| match tree.source() {
+            each_election_seen(clusters, |l, seen| match seen.tree.source() {
                 TreeSource::Discovered => gauge(m, l, 1.0),
                 TreeSource::Configured => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        names::ELECTION_EPOCH,
+        "Fencing epoch of a node election, from its configured epoch node.",
+        MetricType::Gauge,
+        |m| {
+            each_election_seen(clusters, |l, seen| {
+                match seen.elections.facts(seen.path).and_then(|f| f.epoch) {
+                    Some(epoch) => gauge(m, l, epoch as f64),
+                    None => Ok(()),
+                }
+            })
+        },
+    )?;
+    family(
+        enc,
+        names::ELECTION_EPOCH_REGRESSIONS,
+        "Times the fencing epoch was seen to go backwards: a master fenced by an older epoch (only with epoch configured).",
+        MetricType::Counter,
+        |m| {
+            each_election_seen(clusters, |l, seen| match &seen.elections.spec().style {
+                Style::Node(NodeSpec { epoch: Some(_), .. }) => {
+                    let facts = seen.elections.facts(seen.path);
+                    counter(m, l, facts.map_or(0, |f| f.epoch_regressions))
+                }
+                _ => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
+        names::ELECTION_RECORD_AGREES,
+        "1 if the record node names the current master (its identity or node name), 0 if it names another; absent while masterless or without a record.",
+        MetricType::Gauge,
+        |m| {
+            each_election_seen(clusters, |l, seen| {
+                let record = seen
+                    .elections
+                    .facts(seen.path)
+                    .and_then(|f| f.record.as_deref());
+                match (record, seen.election.master()) {
+                    (Some(r), Some(master)) => {
+                        let agrees = r == master.identity || r == master.node;
+                        gauge(m, l, f64::from(u8::from(agrees)))
+                    }
+                    _ => Ok(()),
+                }
             })
         },
     )

@@ -29,6 +29,9 @@ pub const ELECTION_CANDIDATE_CHANGES: &str = "zookeeper_election_candidate_chang
 pub const ELECTION_DUPLICATE_IDENTITIES: &str = "zookeeper_election_duplicate_identities";
 pub const ELECTION_MIN_CANDIDATES: &str = "zookeeper_election_min_candidates";
 pub const ELECTION_DISCOVERED: &str = "zookeeper_election_discovered";
+pub const ELECTION_EPOCH: &str = "zookeeper_election_epoch";
+pub const ELECTION_EPOCH_REGRESSIONS: &str = "zookeeper_election_epoch_regressions";
+pub const ELECTION_RECORD_AGREES: &str = "zookeeper_election_record_agrees";
 
 // ensemble.rs
 pub const UP: &str = "zookeeper_up";
@@ -130,6 +133,9 @@ pub const ALL: &[&str] = &[
     ELECTION_DUPLICATE_IDENTITIES,
     ELECTION_MIN_CANDIDATES,
     ELECTION_DISCOVERED,
+    ELECTION_EPOCH,
+    ELECTION_EPOCH_REGRESSIONS,
+    ELECTION_RECORD_AGREES,
     UP,
     RUOK,
     SERVER_STATE,

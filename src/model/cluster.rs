@@ -329,6 +329,14 @@ impl ClusterState {
         self.parent_watchers = Some(counts);
     }
 
+    /// The group at `path`, in whichever group tree holds it.
+    pub fn group(&self, path: &str) -> Option<&super::groups::Group> {
+        self.trees
+            .iter()
+            .filter_map(|t| t.as_groups())
+            .find_map(|g| g.group(path))
+    }
+
     /// Owner sessions of the ephemeral nodes of every tree.
     pub fn owners(&self) -> Vec<i64> {
         self.trees.iter().flat_map(|t| t.owners()).collect()

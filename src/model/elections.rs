@@ -43,6 +43,7 @@ impl Others {
 struct Entry {
     election: Election,
     others: Others,
+    facts: Facts,
 }
 
 /// How an election tree is read and exported.
@@ -69,13 +70,54 @@ impl From<IdentityMode> for ElectionSpec {
 }
 
 /// How an election's master is found (see the module doc).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Style {
     Sequential,
-    /// The election is the child `name` of each node the tree matches.
-    Node {
-        name: String,
-    },
+    /// The election is one child of each node the tree matches.
+    Node(NodeSpec),
+}
+
+impl Style {
+    /// A node election of `name` with nothing else configured.
+    pub fn node(name: impl Into<String>) -> Self {
+        Style::Node(NodeSpec {
+            name: name.into(),
+            epoch: None,
+            record: None,
+            standbys: None,
+        })
+    }
+
+    pub fn is_sequential(&self) -> bool {
+        matches!(self, Style::Sequential)
+    }
+}
+
+/// A node election: its node and the siblings that tell more about it.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    /// Name of the election node under each matched parent.
+    pub name: String,
+    /// A sibling holding the fencing epoch as an integer (Kafka's
+    /// `controller_epoch`).
+    pub epoch: Option<String>,
+    /// A sibling where the application writes who it believes is master
+    /// (HDFS's `ActiveBreadCrumb`), read with its own identity mode.
+    pub record: Option<(String, IdentityMode)>,
+    /// A registry whose ephemeral children are the standbys (Kafka's
+    /// `/brokers/ids`); watched as a group tree of its own.
+    pub standbys: Option<String>,
+}
+
+/// What a node election's siblings say.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The fencing epoch as last read.
+    pub epoch: Option<i64>,
+    /// Times the epoch was seen to go backwards: a fencing failure.
+    pub epoch_regressions: u64,
+    /// Who the record names.
+    pub record: Option<String>,
 }
 
 /// All elections under one glob.
@@ -104,8 +146,8 @@ impl ElectionTree {
     fn key(&self, parent: &str) -> String {
         match &self.spec.style {
             Style::Sequential => parent.to_owned(),
-            Style::Node { name } if parent == "/" => format!("/{name}"),
-            Style::Node { name } => format!("{parent}/{name}"),
+            Style::Node(n) if parent == "/" => format!("/{}", n.name),
+            Style::Node(n) => format!("{parent}/{}", n.name),
         }
     }
 
@@ -114,7 +156,7 @@ impl ElectionTree {
     fn concerns(&self, child: &str) -> bool {
         match &self.spec.style {
             Style::Sequential => true,
-            Style::Node { name } => child == name,
+            Style::Node(n) => child == n.name,
         }
     }
 
@@ -123,7 +165,7 @@ impl ElectionTree {
     fn sequence(&self, name: &str, ephemeral: bool) -> Option<i32> {
         match self.spec.style {
             Style::Sequential => parse_sequence(name),
-            Style::Node { .. } => ephemeral.then_some(0),
+            Style::Node(_) => ephemeral.then_some(0),
         }
     }
 
@@ -154,6 +196,36 @@ impl ElectionTree {
             }
         }
         (candidates, others)
+    }
+
+    /// Reads a sibling the node style names (epoch, record) into `facts`;
+    /// false when `name` is none of them. `None` data: the sibling is gone.
+    fn sibling(style: &Style, facts: &mut Facts, name: &str, data: Option<&[u8]>) -> bool {
+        let Style::Node(n) = style else {
+            return false;
+        };
+        if n.epoch.as_deref() == Some(name) {
+            let epoch = data.and_then(|d| std::str::from_utf8(d).ok()?.trim().parse::<i64>().ok());
+            if let (Some(old), Some(new)) = (facts.epoch, epoch)
+                && new < old
+            {
+                facts.epoch_regressions += 1;
+            }
+            facts.epoch = epoch;
+            return true;
+        }
+        if let Some((record, mode)) = &n.record
+            && record == name
+        {
+            facts.record = data.map(|d| mode.extract(name, d));
+            return true;
+        }
+        false
+    }
+
+    /// What the siblings of election `path` say.
+    pub fn facts(&self, path: &str) -> Option<&Facts> {
+        self.elections.get(path).map(|e| &e.facts)
     }
 
     fn record(&mut self, outcome: super::election::Outcome) {
@@ -191,11 +263,31 @@ impl TreeContent for ElectionTree {
         let mut seen = BTreeSet::new();
         for (parent, children) in listing {
             let path = self.key(&parent);
+            let mut facts = self
+                .elections
+                .get(&path)
+                .map(|e| e.facts.clone())
+                .unwrap_or_default();
+            let mut siblings = BTreeSet::new();
+            for c in &children {
+                if Self::sibling(&self.spec.style, &mut facts, &c.name, Some(&c.data)) {
+                    siblings.insert(c.name.clone());
+                }
+            }
+            // A sibling the listing no longer has is gone.
+            if let Style::Node(n) = &self.spec.style {
+                for name in n.epoch.iter().chain(n.record.iter().map(|(r, _)| r)) {
+                    if !siblings.contains(name) {
+                        Self::sibling(&self.spec.style, &mut facts, name, None);
+                    }
+                }
+            }
             let (candidates, others) = self.split(children);
             seen.insert(path.clone());
             match self.elections.get_mut(&path) {
                 Some(entry) => {
                     entry.others = others;
+                    entry.facts = facts;
                     let outcome = entry.election.resync(candidates, now);
                     self.record(outcome);
                 }
@@ -209,7 +301,14 @@ impl TreeContent for ElectionTree {
                     } else {
                         Election::new(candidates, now)
                     };
-                    self.elections.insert(path, Entry { election, others });
+                    self.elections.insert(
+                        path,
+                        Entry {
+                            election,
+                            others,
+                            facts,
+                        },
+                    );
                 }
             }
         }
@@ -222,6 +321,7 @@ impl TreeContent for ElectionTree {
         self.elections.entry(path).or_insert_with(|| Entry {
             election: Election::new([], now),
             others: Others::default(),
+            facts: Facts::default(),
         });
     }
 
@@ -235,6 +335,15 @@ impl TreeContent for ElectionTree {
     /// A child of an election was created or its data changed.
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
         if !self.concerns(&child.name) {
+            let key = self.key(parent);
+            if let Some(entry) = self.elections.get_mut(&key) {
+                Self::sibling(
+                    &self.spec.style,
+                    &mut entry.facts,
+                    &child.name,
+                    Some(&child.data),
+                );
+            }
             return;
         }
         let election = self.key(parent);
@@ -262,6 +371,10 @@ impl TreeContent for ElectionTree {
     /// A child of an election was deleted.
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
         if !self.concerns(name) {
+            let key = self.key(parent);
+            if let Some(entry) = self.elections.get_mut(&key) {
+                Self::sibling(&self.spec.style, &mut entry.facts, name, None);
+            }
             return;
         }
         let election = self.key(parent);
@@ -362,9 +475,12 @@ mod tests {
     fn controller() -> ElectionTree {
         ElectionTree::new(ElectionSpec {
             identity: IdentityMode::parse("json:/brokerid").unwrap(),
-            style: Style::Node {
+            style: Style::Node(NodeSpec {
                 name: "controller".into(),
-            },
+                epoch: Some("controller_epoch".into()),
+                record: None,
+                standbys: None,
+            }),
             min_candidates: None,
         })
     }
@@ -419,6 +535,48 @@ mod tests {
         tree.child_deleted("/", "controller", now(t, 7));
         tree.child_upserted("/", node("controller", 0, 7), now(t, 7));
         assert!(tree.election("/controller").unwrap().master().is_none());
+    }
+
+    #[test]
+    fn epoch_regressions_and_records_are_read_from_siblings() {
+        let t = Instant::now();
+        let mut tree = ElectionTree::new(ElectionSpec {
+            identity: IdentityMode::Hdfs,
+            style: Style::Node(NodeSpec {
+                name: "lock".into(),
+                epoch: Some("epoch".into()),
+                record: Some(("crumb".into(), IdentityMode::Data)),
+                standbys: None,
+            }),
+            min_candidates: None,
+        });
+        let data = |name: &str, text: &str, owner| ChildNode {
+            name: name.into(),
+            data: text.as_bytes().to_vec(),
+            ephemeral_owner: owner,
+            ctime_ms: 0,
+        };
+        tree.apply_listing(
+            vec![(
+                "/ns1".into(),
+                vec![data("epoch", "5", 0), data("crumb", "nn1", 0)],
+            )],
+            now(t, 0),
+            false,
+        );
+        let facts = tree.facts("/ns1/lock").unwrap();
+        assert_eq!(
+            (facts.epoch, facts.record.as_deref()),
+            (Some(5), Some("nn1"))
+        );
+        tree.child_upserted("/ns1", data("epoch", "6", 0), now(t, 1));
+        tree.child_upserted("/ns1", data("epoch", "4", 0), now(t, 2));
+        tree.child_upserted("/ns1", data("epoch", "7", 0), now(t, 3));
+        let facts = tree.facts("/ns1/lock").unwrap();
+        assert_eq!((facts.epoch, facts.epoch_regressions), (Some(7), 1));
+        tree.child_deleted("/ns1", "crumb", now(t, 4));
+        assert_eq!(tree.facts("/ns1/lock").unwrap().record, None);
+        assert_eq!(tree.parent_count(), 1, "siblings are facts, not elections");
     }
 
     proptest::proptest! {

@@ -84,6 +84,17 @@ impl TreePattern {
         ))
     }
 
+    /// Whether both match the same nodes (their texts may differ, as for
+    /// node elections split from different paths).
+    pub fn same_nodes(&self, other: &Self) -> bool {
+        self.segments == other.segments
+    }
+
+    /// Whether the glob has no `*`: it names exactly one node.
+    pub fn is_single(&self) -> bool {
+        self.segments.iter().all(Option::is_some)
+    }
+
     /// The pattern as configured; used as the `tree` label.
     pub fn as_str(&self) -> &str {
         &self.text

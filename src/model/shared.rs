@@ -124,7 +124,7 @@ impl SharedCluster {
     pub fn is_sequential_election_tree(&self, i: usize) -> bool {
         self.read().trees[i]
             .as_elections()
-            .is_some_and(|e| e.spec().style == crate::model::elections::Style::Sequential)
+            .is_some_and(|e| e.spec().style.is_sequential())
     }
 
     /// Whether tree `i` tracks `path` as an election or group.
