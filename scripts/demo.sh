@@ -53,7 +53,24 @@ echo "ZooKeeper listening on 127.0.0.1:$ZK_PORT"
 "$BIN" simulate --zk "127.0.0.1:$ZK_PORT" --path /wechat/bots --elections 20 --candidates 3 \
   --kill-rate 0.3 --session-timeout 10s >"$work/simulate.log" 2>&1 &
 pids+=($!)
-"$BIN" --zk "127.0.0.1:$ZK_PORT" --election '/wechat/bots/*' --web.listen-address "127.0.0.1:$PORT" \
+# Node-style elections beside them: whoever creates /services/svc_N/leader
+# (EPHEMERAL) is master, as Kafka's /controller or HBase's master.
+"$BIN" simulate --zk "127.0.0.1:$ZK_PORT" --path /services --style node --elections 3 --candidates 2 \
+  --kill-rate 0.1 --session-timeout 10s >"$work/simulate-node.log" 2>&1 &
+pids+=($!)
+cat > "$work/exporter.toml" <<CFG
+[[clusters]]
+name = "demo"
+servers = ["127.0.0.1:$ZK_PORT"]
+
+[[clusters.elections]]
+path = "/wechat/bots/*"
+
+[[clusters.elections]]
+path = "/services/*/leader"
+style = "node"
+CFG
+"$BIN" --config "$work/exporter.toml" --web.listen-address "127.0.0.1:$PORT" \
   >"$work/exporter.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 120); do
@@ -93,6 +110,7 @@ zk-election-exporter is running:
   Prometheus:   http://127.0.0.1:$PROM_PORT/alerts   (the shipped rules)
   Alertmanager: http://127.0.0.1:$AM_PORT
 20 elections under /wechat/bots; a master is killed about every 3 s (closed or abandoned).
+3 node-style elections under /services/*/leader; a master is killed about every 10 s.
 An abandoned master is a ghost until ZooKeeper expires its 10 s session, then the standby takes over.
 /wechat/bots/bot_orphan has no candidate: ZooKeeperElectionNoMaster fires after about a minute.
 
@@ -100,8 +118,9 @@ MSG
 show() {
   local m
   m=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
-  echo "--- $(date +%T) masters (first 5 elections):"
-  grep '^zookeeper_election_master{' <<<"$m" | head -5
+  echo "--- $(date +%T) masters (first 5 sequential elections, then the node-style ones):"
+  grep '^zookeeper_election_master{' <<<"$m" | grep -v '/leader"' | head -5
+  grep '^zookeeper_election_master{' <<<"$m" | grep '/leader"' 
   echo "--- switches so far: $(grep '^zookeeper_election_master_changes_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "masterless now: $(grep '^zookeeper_election_has_master' <<<"$m" | awk '$2==0' | wc -l)," \
     "ghost masters now: $(grep '^zookeeper_election_master_session_connected' <<<"$m" | awk '$2==0' | wc -l)," \

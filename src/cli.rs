@@ -109,14 +109,27 @@ pub enum Command {
     Simulate(SimulateArgs),
 }
 
+/// The election layouts `simulate` creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimStyle {
+    Sequential,
+    Node,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct SimulateArgs {
     /// ZooKeeper servers, comma separated.
     #[arg(long, value_name = "HOSTS")]
     pub zk: String,
-    /// Parent of the elections; election i is PATH/bot_i.
+    /// Parent of the elections; election i is PATH/bot_i (with `--style
+    /// node`, the node PATH/bot_i/leader).
     #[arg(long, default_value = "/wechat/bots")]
     pub path: String,
+    /// How candidates compete: `sequential` (each creates an
+    /// EPHEMERAL_SEQUENTIAL child, lowest is master) or `node` (whoever
+    /// creates the one EPHEMERAL `leader` node is master; the others retry).
+    #[arg(long, value_enum, default_value_t = SimStyle::Sequential)]
+    pub style: SimStyle,
     /// Number of elections.
     #[arg(long, default_value_t = 10)]
     pub elections: usize,

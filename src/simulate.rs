@@ -3,6 +3,8 @@
 //!
 //! Candidates are spread over a pool of sessions, each standing for one
 //! process: candidate `j` of election `i` lives in session `(i*M + j) % K`.
+//! With `--style node` an election is one EPHEMERAL `leader` node: the
+//! candidate that creates it is master, the others retry every 100 ms.
 //! Killing a master kills its whole session, by closing it (nodes vanish at
 //! once) or abandoning it (nodes stay until the session expires); the session
 //! then comes back as a new process and rejoins its elections at the back.
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::future::join_all;
 use zookeeper_client::{Acls, Client, CreateMode, Error};
 
-use crate::cli::SimulateArgs;
+use crate::cli::{SimStyle, SimulateArgs};
 
 /// Default cap on simulated sessions: ZooKeeper's `maxClientCnxns` is 60
 /// connections per client address by default.
@@ -80,11 +82,55 @@ impl Sim {
             .collect()
     }
 
-    /// Starts session `k` and creates its candidates.
+    /// Sessions holding a candidate of election `i`.
+    fn candidates_of(&self, i: usize) -> Vec<usize> {
+        let m = self.args.candidates;
+        (0..m).map(|j| (i * m + j) % self.sessions).collect()
+    }
+
+    /// Node style: a live candidate session of every masterless election
+    /// tries to create its `leader` node (it fails while an abandoned
+    /// master's node waits for expiry).
+    async fn claim(&mut self) {
+        for i in 0..self.args.elections {
+            if !self.owners[i].is_empty() {
+                continue;
+            }
+            let live: Vec<usize> = self
+                .candidates_of(i)
+                .into_iter()
+                .filter(|k| self.clients[*k].is_some())
+                .collect();
+            if live.is_empty() {
+                continue;
+            }
+            let k = live[self.rng.below(live.len())];
+            let Some((client, _)) = &self.clients[k] else {
+                continue;
+            };
+            let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
+            let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+            let node = format!("{}/leader", election_path(&self.args.path, i));
+            if client
+                .create(&node, identity.as_bytes(), &options)
+                .await
+                .is_ok()
+            {
+                self.owners[i].insert(0, k);
+            }
+        }
+    }
+
+    /// Starts session `k` and creates its candidates (node style: it only
+    /// joins the pool that [`Sim::claim`] draws from).
     async fn start_session(&mut self, k: usize) -> Result<(), Error> {
         let detached = self.rng.chance(self.args.abandon_ratio);
         let client = connect(&self.args.zk, self.args.session_timeout, detached).await?;
         self.generation[k] += 1;
+        if self.args.style == SimStyle::Node {
+            self.clients[k] = Some((client, detached));
+            return Ok(());
+        }
         let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
         let elections = self.assigned(k);
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -198,6 +244,9 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot start simulated session {k}: {e}"))?;
     }
+    if sim.args.style == SimStyle::Node {
+        sim.claim().await;
+    }
     eprintln!(
         "simulate: {} elections x {} candidates over {sessions} sessions under {} ready in {:.1?}",
         args.elections,
@@ -230,6 +279,9 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
                 }
             }
             _ = tick.tick() => {
+                if sim.args.style == SimStyle::Node {
+                    sim.claim().await;
+                }
                 let due: Vec<usize> = revive.iter().filter(|(_, t)| **t <= tokio::time::Instant::now()).map(|(k, _)| *k).collect();
                 for k in due {
                     revive.remove(&k);

@@ -328,3 +328,70 @@ async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
         .await;
     drop(master);
 }
+
+/// `simulate --style node` builds node elections for real: its kills show
+/// as switches, never more than the masterships it says it took away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_node_elections_switch_as_simulate_reports() {
+    let zk = shared_server();
+    let base = unique_path("simnode");
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"{base}/*/leader\"\nstyle = \"node\"\n",
+        zk.address()
+    ));
+    let sim = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .args([
+            "simulate",
+            "--zk",
+            &zk.address(),
+            "--path",
+            &base,
+            "--style",
+            "node",
+        ])
+        .args(["--elections", "3", "--candidates", "2", "--kill-rate", "4"])
+        .args(["--abandon-ratio", "0", "--duration", "4s"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let switches = |m: &Metrics| -> f64 {
+        m.series("zookeeper_election_master_changes_total", &[])
+            .iter()
+            .map(|(_, v)| v)
+            .sum()
+    };
+    exporter
+        .until("switches of simulated node elections", T, |m| {
+            switches(m) >= 1.0
+                && m.series("zookeeper_election_master", &[])
+                    .iter()
+                    .any(|(l, _)| l["identity"].starts_with("sim-process-"))
+        })
+        .await;
+    let out = tokio::task::block_in_place(|| sim.wait_with_output()).unwrap();
+    assert!(out.status.success());
+    let log = String::from_utf8_lossy(&out.stderr);
+    let summary = log
+        .lines()
+        .find(|l| l.starts_with("simulate: stopping;"))
+        .unwrap_or_else(|| panic!("no summary in {log}"));
+    let lost: f64 = summary
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<f64>().ok())
+        .nth(3)
+        .unwrap();
+    // All sessions closed: every election masterless, and no standby took
+    // over at the end, so the switches are the re-claims after kills.
+    let m = exporter
+        .until("all masterless after simulate stopped", T, |m| {
+            let has: Vec<(Labels, f64)> = m.series("zookeeper_election_has_master", &[]);
+            has.len() == 3 && has.iter().all(|(_, v)| *v == 0.0)
+        })
+        .await;
+    assert!(
+        switches(&m) >= 1.0 && switches(&m) <= lost,
+        "{} switches, {summary}",
+        switches(&m)
+    );
+}
