@@ -46,6 +46,17 @@ pub struct Cli {
     )]
     pub groups: Vec<String>,
 
+    /// A known system's elections and registries in one flag: kafka, hbase,
+    /// hdfs or solr, optionally with the root its znodes live under
+    /// (`kafka:/kafka-prod`); repeatable. Replaces the first cluster's systems.
+    #[arg(
+        long = "system",
+        env = "ZK_EXPORTER_SYSTEM",
+        value_name = "KIND[:ROOT]",
+        value_delimiter = ','
+    )]
+    pub systems: Vec<String>,
+
     /// Identity mode for --election: data, node, json:/pointer or regex:PATTERN.
     #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
     pub identity: Option<String>,
@@ -81,6 +92,7 @@ impl Cli {
             zk: self.zk.clone(),
             elections: self.elections.clone(),
             groups: self.groups.clone(),
+            systems: self.systems.clone(),
             identity: self.identity.clone(),
             four_letter_words: match (self.four_letter_words, self.no_four_letter_words) {
                 (_, true) => Some(false),

@@ -395,3 +395,107 @@ async fn simulated_node_elections_switch_as_simulate_reports() {
         switches(&m)
     );
 }
+
+/// `--system kafka:ROOT --system hbase:ROOT` on the command line: the
+/// controller with its brokers and epoch, HBase's master with its backup
+/// and its region servers (13-digit startcodes), all as the systems write
+/// them, from two flags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_systems_from_the_command_line() {
+    let zk = shared_server();
+    let root = unique_path("systems");
+    let (kafka, hbase) = (format!("{root}/kafka"), format!("{root}/hbase"));
+    let admin = client(&zk.address()).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    mkdir(&admin, &format!("{kafka}/brokers/ids")).await;
+    mkdir(&admin, &format!("{hbase}/backup-masters")).await;
+    mkdir(&admin, &format!("{hbase}/rs")).await;
+    admin
+        .create(&format!("{kafka}/controller_epoch"), b"3", &persistent)
+        .await
+        .unwrap();
+    for id in ["1", "2"] {
+        admin
+            .create(&format!("{kafka}/brokers/ids/{id}"), b"{}", &ephemeral)
+            .await
+            .unwrap();
+    }
+    become_controller(&admin, &kafka, 2).await;
+    admin
+        .create(&format!("{hbase}/master"), &unhex(HBASE_MASTER), &ephemeral)
+        .await
+        .unwrap();
+    for backup in ["m2.example.com,16000,1700000009999"] {
+        admin
+            .create(&format!("{hbase}/backup-masters/{backup}"), b"", &ephemeral)
+            .await
+            .unwrap();
+    }
+    for rs in [
+        "rs1.example.com,16020,1700000000123",
+        "rs2.example.com,16020,1700000004567",
+    ] {
+        admin
+            .create(&format!("{hbase}/rs/{rs}"), b"", &ephemeral)
+            .await
+            .unwrap();
+    }
+    let port = free_port();
+    let exporter = Exporter::spawn(
+        &args(&[
+            "--zk",
+            &zk.address(),
+            "--no-four-letter-words",
+            "--system",
+            &format!("kafka:{kafka}"),
+            "--system",
+            &format!("hbase:{hbase}"),
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+        ]),
+        &[],
+        port,
+    );
+    let controller = format!("{kafka}/controller");
+    let master = format!("{hbase}/master");
+    // The quick start names its cluster `default`.
+    let identity = |m: &Metrics, e: &str| {
+        m.series(
+            "zookeeper_election_master",
+            &[("cluster", "default"), ("election", e)],
+        )
+        .first()
+        .and_then(|(l, _)| l.get("identity").cloned())
+    };
+    let m = exporter
+        .until("both systems read", T, |m| {
+            identity(m, &controller).is_some() && identity(m, &master).is_some()
+        })
+        .await;
+    let get = |m: &Metrics, name: &str, e: &str| m.get(name, &[("election", e)]);
+    assert_eq!(identity(&m, &controller).as_deref(), Some("2"));
+    assert_eq!(
+        get(&m, "zookeeper_election_candidates", &controller),
+        Some(2.0)
+    );
+    assert_eq!(get(&m, "zookeeper_election_epoch", &controller), Some(3.0));
+    assert_eq!(
+        identity(&m, &master).as_deref(),
+        Some("m1.example.com:16000")
+    );
+    assert_eq!(
+        get(&m, "zookeeper_election_candidates", &master),
+        Some(2.0),
+        "the active master and one backup"
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_group_members",
+            &[("group", &*format!("{hbase}/rs"))]
+        ),
+        Some(2.0),
+        "region servers are a group, never an election"
+    );
+    assert_eq!(m.series("zookeeper_election_has_master", &[]).len(), 2);
+}

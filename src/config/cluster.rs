@@ -50,8 +50,12 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         c.four_letter_words.unwrap_or_default(),
         &servers,
     )?;
-    let elections = validate_elections(key, c.elections)?;
-    let mut groups = validate_groups(key, c.groups)?;
+    let (system_elections, system_groups) = super::systems::expand(key, c.systems)?;
+    let elections = validate_elections(
+        key,
+        c.elections.into_iter().chain(system_elections).collect(),
+    )?;
+    let mut groups = validate_groups(key, c.groups.into_iter().chain(system_groups).collect())?;
     // A node election's standby registry is watched as a group of its own.
     for e in &elections {
         if let Style::Node(NodeSpec {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use super::cluster::validate_cluster;
-use super::raw::{RawCluster, RawConfig, RawElection, RawGroup};
+use super::raw::{RawCluster, RawConfig, RawElection, RawGroup, RawSystem};
 use super::{Config, ConfigError, DEFAULT_LISTEN_ADDRESS, ENV_PREFIX, Overrides, WebConfig};
 
 /// Loads and validates configuration from `overrides.config_file` (if any),
@@ -146,6 +146,28 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
                 member: None,
                 min_members: None,
                 export_members: None,
+            })
+            .collect();
+    }
+    if !o.systems.is_empty() {
+        let Some(first) = raw.clusters.first_mut() else {
+            return Err(ConfigError::new(
+                "--system",
+                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
+            ));
+        };
+        first.systems = o
+            .systems
+            .iter()
+            .map(|s| match s.split_once(':') {
+                Some((kind, root)) => RawSystem {
+                    kind: kind.to_owned(),
+                    root: Some(root.to_owned()),
+                },
+                None => RawSystem {
+                    kind: s.clone(),
+                    root: None,
+                },
             })
             .collect();
     }

@@ -229,6 +229,8 @@ pub struct Overrides {
     pub elections: Vec<String>,
     /// `--group`: replaces the first cluster's groups.
     pub groups: Vec<String>,
+    /// `--system KIND[:ROOT]`: replaces the first cluster's systems.
+    pub systems: Vec<String>,
     pub identity: Option<String>,
     /// `--four-letter-words` / `--no-four-letter-words`, for every cluster.
     pub four_letter_words: Option<bool>,
@@ -240,6 +242,7 @@ pub struct Overrides {
 mod cluster;
 mod load;
 mod raw;
+mod systems;
 #[cfg(test)]
 mod tests;
 mod validate;

@@ -39,6 +39,8 @@ pub(super) struct RawCluster {
     pub(super) groups: Vec<RawGroup>,
     #[serde(default)]
     pub(super) locks: Vec<RawLock>,
+    #[serde(default)]
+    pub(super) systems: Vec<RawSystem>,
     pub(super) four_letter_words: Option<RawFourLetterWords>,
     pub(super) max_elections: Option<usize>,
     pub(super) max_groups: Option<usize>,
@@ -81,6 +83,13 @@ pub(super) struct RawDiscovery {
     pub(super) exclude: Option<Vec<String>>,
     pub(super) max_nodes: Option<usize>,
     pub(super) interval: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSystem {
+    pub(super) kind: String,
+    pub(super) root: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -414,3 +414,50 @@ fn node_election_extras() {
         .starts_with("clusters[0].elections[0].standbys: applies to a single election")
     );
 }
+
+#[test]
+fn known_systems_expand_to_their_layouts() {
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n\
+         [[clusters.systems]]\nkind=\"kafka\"\nroot=\"/kafka\"\n\
+         [[clusters.systems]]\nkind=\"hbase\"\n\
+         [[clusters.systems]]\nkind=\"hdfs\"\n\
+         [[clusters.systems]]\nkind=\"solr\"\n",
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    let elections: Vec<&str> = cluster
+        .elections
+        .iter()
+        .map(|e| e.pattern.as_str())
+        .collect();
+    assert_eq!(
+        elections,
+        [
+            "/kafka/controller",
+            "/hbase/master",
+            "/hadoop-ha/*/ActiveStandbyElectorLock",
+            "/overseer_elect/election",
+            "/collections/*/leader_elect/*/election"
+        ]
+    );
+    let groups: Vec<&str> = cluster.groups.iter().map(|g| g.pattern.as_str()).collect();
+    assert_eq!(
+        groups,
+        ["/hbase/rs", "/kafka/brokers/ids", "/hbase/backup-masters"]
+    );
+    assert!(!cluster.discovery.enabled);
+    assert_eq!(
+        err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr"
+    );
+    let o = Overrides {
+        zk: Some("a:1".into()),
+        systems: vec!["kafka:/k".into(), "hdfs".into()],
+        ..Default::default()
+    };
+    let c = load(&o, std::iter::empty()).unwrap();
+    assert_eq!(c.clusters[0].elections[0].pattern.as_str(), "/k/controller");
+    assert_eq!(c.clusters[0].elections.len(), 2);
+}

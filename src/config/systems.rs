@@ -1,0 +1,115 @@
+//! Known systems in one line: `[[clusters.systems]] kind = "kafka"` (or
+//! `--system kafka[:ROOT]`) stands for the elections and groups the system
+//! writes, laid out as it writes them.
+
+use super::ConfigError;
+use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
+
+/// The systems known, with the root their znodes live under by default.
+pub const KINDS: [(&str, &str); 4] = [
+    ("kafka", "/"),
+    ("hbase", "/hbase"),
+    ("hdfs", "/hadoop-ha"),
+    ("solr", "/"),
+];
+
+fn under(root: &str, rest: &str) -> String {
+    if root == "/" {
+        rest.to_owned()
+    } else {
+        format!("{root}{rest}")
+    }
+}
+
+fn node(path: String, identity: &str) -> RawElection {
+    RawElection {
+        path,
+        identity: Some(identity.to_owned()),
+        style: Some("node".into()),
+        min_candidates: None,
+        standbys: None,
+        epoch: None,
+        record: None,
+    }
+}
+
+fn sequential(path: String, identity: &str) -> RawElection {
+    RawElection {
+        style: None,
+        ..node(path, identity)
+    }
+}
+
+fn group(path: String) -> RawGroup {
+    RawGroup {
+        path,
+        member: None,
+        min_members: None,
+        export_members: None,
+    }
+}
+
+/// The elections and groups `systems` stand for.
+pub(super) fn expand(
+    key: &str,
+    systems: Vec<RawSystem>,
+) -> Result<(Vec<RawElection>, Vec<RawGroup>), ConfigError> {
+    let (mut elections, mut groups) = (Vec::new(), Vec::new());
+    for (j, system) in systems.into_iter().enumerate() {
+        let skey = format!("{key}.systems[{j}]");
+        let Some((kind, default_root)) = KINDS.iter().find(|(k, _)| *k == system.kind) else {
+            let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
+            return Err(ConfigError::new(
+                format!("{skey}.kind"),
+                format!(
+                    "`{}` is not a known system; choose from {}",
+                    system.kind,
+                    known.join(", ")
+                ),
+            ));
+        };
+        let root = system.root.unwrap_or_else(|| (*default_root).to_owned());
+        if !root.starts_with('/') || (root.len() > 1 && root.ends_with('/')) {
+            return Err(ConfigError::new(
+                format!("{skey}.root"),
+                format!("`{root}` must be an absolute path like \"/\" or \"/kafka\""),
+            ));
+        }
+        match *kind {
+            // The controller is /controller; every broker registers under
+            // brokers/ids (the controller too); controller_epoch fences.
+            "kafka" => elections.push(RawElection {
+                standbys: Some(under(&root, "/brokers/ids")),
+                epoch: Some(under(&root, "/controller_epoch")),
+                ..node(under(&root, "/controller"), "json:/brokerid")
+            }),
+            // The active master holds /hbase/master; backups register under
+            // backup-masters; region servers under rs.
+            "hbase" => {
+                elections.push(RawElection {
+                    standbys: Some(under(&root, "/backup-masters")),
+                    ..node(under(&root, "/master"), "hbase")
+                });
+                groups.push(group(under(&root, "/rs")));
+            }
+            // Every nameservice's ZKFC lock, and the breadcrumb of the last
+            // active namenode (fencing).
+            "hdfs" => elections.push(RawElection {
+                record: Some(RawRecord {
+                    path: under(&root, "/*/ActiveBreadCrumb"),
+                    identity: Some("hdfs".into()),
+                }),
+                ..node(under(&root, "/*/ActiveStandbyElectorLock"), "hdfs")
+            }),
+            // The overseer election, and every shard's leader election.
+            _ => {
+                elections.push(sequential(under(&root, "/overseer_elect/election"), "node"));
+                elections.push(sequential(
+                    under(&root, "/collections/*/leader_elect/*/election"),
+                    "node",
+                ));
+            }
+        }
+    }
+    Ok((elections, groups))
+}
