@@ -286,6 +286,45 @@ async fn discovery_classifies_every_kind_of_tree() {
         "{t:?}"
     );
     assert_eq!(exporter.ready().0, 200);
+    let info = [
+        ("tree", late.as_str()),
+        ("kind", "election"),
+        ("source", "discovered"),
+    ];
+    assert_eq!(
+        exporter
+            .metrics()
+            .unwrap()
+            .get("zookeeper_tree_info", &info),
+        Some(1.0)
+    );
+
+    // The late tree is removed: the next walk drops it with its series.
+    for child in c.list_children(&late).await.unwrap() {
+        c.delete(&format!("{late}/{child}"), None).await.unwrap();
+    }
+    c.delete(&late, None).await.unwrap();
+    c.delete(&format!("{base}/late"), None).await.unwrap();
+    exporter
+        .until("the vanished tree dropped", T, |m| {
+            m.get("zookeeper_tree_info", &info).is_none()
+        })
+        .await;
+    let t = trees(&exporter).unwrap();
+    assert!(!t.iter().any(|(p, _, _)| *p == late), "{t:?}");
+    // Watches were placed again for the trees that moved: changes still arrive.
+    let bot_2 = format!("{base}/bots/bot_2");
+    candidate(&c, &bot_2, "instance_", b"phone-9").await;
+    let m = exporter
+        .until("the other trees still followed", T, |m| {
+            m.get("zookeeper_election_candidates", &election_labels(&bot_2)) == Some(2.0)
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_election_has_master", &election_labels(&late)),
+        None
+    );
+    assert_eq!(exporter.ready().0, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,26 +8,33 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::content::ContentKind;
+use crate::model::tree::TreeSource;
 
 pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     let discovering = || {
         clusters
             .iter()
-            .filter_map(|c| c.discovery.as_ref().map(|d| (c.name.as_str(), d)))
+            .filter_map(|c| c.discovery.as_ref().map(|d| (*c, d)))
     };
     family(
         enc,
         names::DISCOVERY_TREES,
-        "Trees added by discovery since start, by kind.",
+        "Trees discovery watches now, by kind (vanished ones are dropped).",
         MetricType::Gauge,
         |m| {
-            for (cluster, d) in discovering() {
+            for (c, _) in discovering() {
                 for kind in ContentKind::ALL {
-                    let n = d.trees.get(&kind).copied().unwrap_or(0);
+                    let n = c
+                        .trees
+                        .iter()
+                        .filter(|t| {
+                            t.source() == TreeSource::Discovered && t.content_kind() == kind
+                        })
+                        .count();
                     gauge(
                         m,
-                        &Labels::new("cluster", cluster).with("kind", kind.label()),
+                        &Labels::new("cluster", c.name.as_str()).with("kind", kind.label()),
                         n as f64,
                     )?;
                 }
@@ -41,7 +48,8 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Nodes listed by the last discovery walk.",
         MetricType::Gauge,
         |m| {
-            for (cluster, d) in discovering() {
+            for (c, d) in discovering() {
+                let cluster = c.name.as_str();
                 gauge(m, &Labels::new("cluster", cluster), d.nodes_walked as f64)?;
             }
             Ok(())
@@ -53,7 +61,8 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the last discovery walk stopped at max_nodes with nodes left unvisited.",
         MetricType::Gauge,
         |m| {
-            for (cluster, d) in discovering() {
+            for (c, d) in discovering() {
+                let cluster = c.name.as_str();
                 gauge(
                     m,
                     &Labels::new("cluster", cluster),
@@ -69,7 +78,8 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Unix time the last discovery walk finished; absent before the first.",
         MetricType::Gauge,
         |m| {
-            for (cluster, d) in discovering() {
+            for (c, d) in discovering() {
+                let cluster = c.name.as_str();
                 if let Some(t) = d.last_run {
                     gauge(m, &Labels::new("cluster", cluster), unix_seconds(t))?;
                 }

@@ -92,8 +92,8 @@ pub(super) fn write_header(out: &mut String, name: &str, help: &str, kind: &str)
     writeln!(out, "# TYPE {name} {kind}")
 }
 
-/// The most labels one series carries (cluster, server, command, reason).
-const MAX_LABELS: usize = 4;
+/// The most labels one series carries (cluster, tree, kind, style, source).
+const MAX_LABELS: usize = 5;
 
 /// A series' labels: the pairs that identify its model (cluster and
 /// election, group, server or tree) plus the few a family adds with

@@ -95,6 +95,7 @@ pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
 pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";
 pub const TREE_GROUPS: &str = "zookeeper_tree_groups";
 pub const TREE_LOCKS: &str = "zookeeper_tree_locks";
+pub const TREE_INFO: &str = "zookeeper_tree_info";
 pub const TREE_NODES: &str = "zookeeper_tree_nodes";
 pub const TREE_EPHEMERAL_NODES: &str = "zookeeper_tree_ephemeral_nodes";
 pub const TREE_IGNORED_NODES: &str = "zookeeper_tree_ignored_nodes";
@@ -184,6 +185,7 @@ pub const ALL: &[&str] = &[
     TREE_ELECTIONS,
     TREE_GROUPS,
     TREE_LOCKS,
+    TREE_INFO,
     TREE_NODES,
     TREE_EPHEMERAL_NODES,
     TREE_IGNORED_NODES,

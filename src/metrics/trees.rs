@@ -9,6 +9,7 @@ use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::content::TreeContent;
+use crate::model::elections::Style;
 use crate::model::tree::Tree;
 
 /// Calls `f` with the labels and model of every tree of every cluster.
@@ -72,6 +73,24 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
         })?;
     }
+    family(
+        enc,
+        names::TREE_INFO,
+        "What each watched tree is: kind, election style and whether it was configured or discovered; always 1.",
+        MetricType::Gauge,
+        |m| {
+            each_tree(clusters, |l, t| {
+                let style = t.as_elections().map_or("", |e| match &e.spec().style {
+                    Style::Sequential => "sequential",
+                    Style::Node(_) => "node",
+                });
+                let labels = l
+                    .with("kind", t.content_kind().label())
+                    .with("style", style);
+                gauge(m, &labels.with("source", t.source().label()), 1.0)
+            })
+        },
+    )?;
     family(
         enc,
         names::TREE_SYNC_FAILURES,

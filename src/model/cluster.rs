@@ -65,8 +65,6 @@ impl Default for CanaryStats {
 /// What the last discovery walk found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DiscoveryStatus {
-    /// Trees added by discovery, by kind, since start.
-    pub trees: BTreeMap<ContentKind, usize>,
     pub nodes_walked: usize,
     pub truncated: bool,
     pub last_run: Option<std::time::SystemTime>,

@@ -8,11 +8,12 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
+use super::content::ContentKind;
 use super::election::Now;
 use super::ensemble::ServerPoll;
 use super::ghost::{Round, SessionTracker};
 use super::session::SessionState;
-use super::tree::{ChildNode, Tree};
+use super::tree::{ChildNode, Tree, TreePattern, TreeSource};
 
 /// A cluster's models behind one lock. Writers hold it only to apply data
 /// already read; readers (a scrape, an API call) hold it while they render.
@@ -137,19 +138,29 @@ impl SharedCluster {
         self.read().trees[i].child_names(parent)
     }
 
-    /// Trees discovery found; they are appended (tree `i` stays tree `i`).
-    pub fn trees_discovered(&self, trees: Vec<Tree>, status: DiscoveryStatus) {
+    /// What a discovery walk changed: discovered trees in `retired` are
+    /// dropped with their series (later trees move down), `added` ones are
+    /// appended.
+    pub fn trees_discovered(
+        &self,
+        retired: &[TreePattern],
+        added: Vec<Tree>,
+        status: DiscoveryStatus,
+    ) {
         let mut g = self.write();
-        let found = g.discovery.get_or_insert_with(Default::default);
-        let mut by_kind = std::mem::take(&mut found.trees);
-        for (kind, n) in &status.trees {
-            *by_kind.entry(*kind).or_insert(0) += n;
-        }
-        *found = DiscoveryStatus {
-            trees: by_kind,
-            ..status
-        };
-        g.trees.extend(trees);
+        g.discovery = Some(status);
+        g.trees
+            .retain(|t| t.source() == TreeSource::Configured || !retired.contains(t.pattern()));
+        g.trees.extend(added);
+    }
+
+    /// Every tree's glob, kind and source, in tree order.
+    pub fn trees_watched(&self) -> Vec<(TreePattern, ContentKind, TreeSource)> {
+        self.read()
+            .trees
+            .iter()
+            .map(|t| (t.pattern().clone(), t.content_kind(), t.source()))
+            .collect()
     }
 
     // --- the ensemble ---

@@ -29,6 +29,7 @@ use crate::config::ClusterConfig;
 use crate::model::DiscoveryStatus;
 use crate::model::candidate::IdentityMode;
 use crate::model::candidate::exact_sequence;
+use crate::model::content::ContentKind;
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::locks::lock_named;
@@ -237,16 +238,66 @@ pub async fn walk(
     Ok(walk)
 }
 
-/// Walks the namespace for election and group trees no tree covers yet
-/// (`watched`: configured globs win, a found node one of them matches is
-/// left to it) and returns them with the walk's figures; `None` when the
-/// walk failed (it is retried at the next interval).
+/// A tree already watched, as discovery needs to know it.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub pattern: TreePattern,
+    pub kind: ContentKind,
+    pub source: TreeSource,
+}
+
+/// What one walk changes: discovered trees that vanished or are now of
+/// another kind (dropped with their series), and trees to add.
+#[derive(Debug, Default)]
+pub struct Rediscovery {
+    pub retired: Vec<TreePattern>,
+    pub added: Vec<Tree>,
+    pub status: DiscoveryStatus,
+}
+
+/// The found kind of a tree's kind.
+fn found_kind(kind: ContentKind) -> Found {
+    match kind {
+        ContentKind::Election => Found::Election,
+        ContentKind::Group => Found::Group,
+        ContentKind::Lock => Found::Lock,
+    }
+}
+
+/// Discovered trees the walk shows gone (no node matches them any more) or
+/// of another kind now. Nothing is retired after a truncated walk: what it
+/// did not reach is no evidence of absence.
+fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
+    if walk.truncated {
+        return Vec::new();
+    }
+    watched
+        .iter()
+        .filter(|w| w.source == TreeSource::Discovered)
+        .filter(|w| {
+            let kinds: Vec<Found> = walk
+                .nodes
+                .iter()
+                .filter(|(path, _)| w.pattern.classify(path) == PathKind::Parent)
+                .map(|(_, k)| *k)
+                .collect();
+            let expected = found_kind(w.kind);
+            kinds.is_empty() || kinds.iter().any(|k| *k != expected && *k != Found::Empty)
+        })
+        .map(|w| w.pattern.clone())
+        .collect()
+}
+
+/// Walks the namespace: retires discovered trees that vanished or changed
+/// kind, and finds election, lock and group trees no tree covers (configured
+/// globs win: a found node one of them matches is left to it). `None` when
+/// the walk failed (it is retried at the next interval).
 pub async fn discover(
     client: &Client,
     cfg: &ClusterConfig,
-    watched: &[TreePattern],
+    watched: &[Watched],
     truncation_logged: &mut bool,
-) -> Option<(Vec<Tree>, DiscoveryStatus)> {
+) -> Option<Rediscovery> {
     let d = &cfg.discovery;
     let walk = match walk(client, &d.root, &d.exclude, d.max_nodes).await {
         Ok(w) => w,
@@ -264,12 +315,20 @@ pub async fn discover(
              (raise discovery.max_nodes, narrow discovery.root, or configure the trees)"
         );
     }
-    let mut status = DiscoveryStatus {
+    let status = DiscoveryStatus {
         nodes_walked: walk.walked,
         truncated: walk.truncated,
         last_run: Some(SystemTime::now()),
-        ..Default::default()
     };
+    let retired = retired(&walk, watched);
+    for p in &retired {
+        info!(cluster = %cfg.name, tree = %p.as_str(), "a discovered tree vanished or changed kind; dropping it");
+    }
+    let watched: Vec<TreePattern> = watched
+        .iter()
+        .map(|w| w.pattern.clone())
+        .filter(|p| !retired.contains(p))
+        .collect();
     let mut trees = Vec::new();
     for kind in [Found::Election, Found::Lock, Found::Group] {
         let found: Vec<&str> = walk.of(kind).collect();
@@ -279,7 +338,7 @@ pub async fn discover(
                 .copied()
                 .filter(|p| pattern.classify(p) == PathKind::Parent)
                 .collect();
-            let fresh = uncovered(under.iter().copied(), watched);
+            let fresh = uncovered(under.iter().copied(), &watched);
             if fresh.is_empty() {
                 continue;
             }
@@ -299,12 +358,15 @@ pub async fn discover(
                     Found::Lock => Tree::locks(p, LockSpec::default()),
                     _ => Tree::groups(p, GroupSpec::discovered()),
                 };
-                *status.trees.entry(tree.content_kind()).or_insert(0) += 1;
                 trees.push(tree.with_source(TreeSource::Discovered));
             }
         }
     }
-    Some((trees, status))
+    Some(Rediscovery {
+        retired,
+        added: trees,
+        status,
+    })
 }
 
 /// Paths of the found kind not already covered by a configured pattern.

@@ -369,7 +369,11 @@ impl<'a> Session<'a> {
     async fn apply(&mut self, batch: Vec<TreeEvent>) {
         let current: Vec<TreeEvent> = batch
             .into_iter()
-            .filter(|e| self.watched[e.tree].current == Some(e.generation))
+            .filter(|e| {
+                self.watched
+                    .get(e.tree)
+                    .is_some_and(|w| w.current == Some(e.generation))
+            })
             .collect();
         if current.is_empty() {
             return;
@@ -422,25 +426,48 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// Runs a discovery walk and starts watching the trees it found.
+    /// Runs a discovery walk: drops discovered trees that vanished or
+    /// changed kind and starts watching the trees it found.
     async fn discover(&mut self) {
-        let patterns = self.patterns();
-        let Some((trees, status)) = discovery::discover(
+        let watched: Vec<discovery::Watched> = self
+            .state
+            .trees_watched()
+            .into_iter()
+            .map(|(pattern, kind, source)| discovery::Watched {
+                pattern,
+                kind,
+                source,
+            })
+            .collect();
+        let Some(found) = discovery::discover(
             &self.client,
             self.cfg,
-            &patterns,
+            &watched,
             &mut self.discovery_truncation_logged,
         )
         .await
         else {
             return;
         };
-        let first_new = self.watched.len();
-        self.watched
-            .extend(trees.iter().map(|t| Watched::new(t.pattern().clone())));
-        self.state.trees_discovered(trees, status);
-        for i in first_new..self.watched.len() {
-            self.sync_tree(i).await;
+        let first_new = self.watched.len() - found.retired.len();
+        let added: Vec<TreePattern> = found.added.iter().map(|t| t.pattern().clone()).collect();
+        self.state
+            .trees_discovered(&found.retired, found.added, found.status);
+        if found.retired.is_empty() {
+            self.watched.extend(added.into_iter().map(Watched::new));
+            for i in first_new..self.watched.len() {
+                self.sync_tree(i).await;
+            }
+        } else {
+            // Trees moved down: every watch carries its tree's index, so all
+            // are placed again (rare: only when a discovered tree vanished).
+            self.watched = self
+                .state
+                .trees_watched()
+                .into_iter()
+                .map(|(pattern, _, _)| Watched::new(pattern))
+                .collect();
+            self.sync_all().await;
         }
     }
 
