@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
+use zookeeper_client::{Acls, CreateMode};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -93,6 +94,85 @@ async fn switch_latency(zk: &ZkServer, fourlw: bool) {
 
 /// GET /metrics as raw bytes: the client does no decoding, so the time is
 /// the exporter's (render + write) plus loopback transfer.
+/// (a) for a node-style election: the master's node is deleted, then a
+/// standby re-creates it; timed from the re-creation, the plain client's
+/// `exists` watch on the absent node against `/metrics` naming the standby.
+async fn node_switch_latency(zk: &ZkServer) {
+    let base = unique_path("bench_node");
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n[clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"{base}/*/leader\"\nstyle = \"node\"\n",
+        zk.address()
+    ));
+    let admin = client(&zk.address()).await;
+    let standby = client(&zk.address()).await;
+    let watcher = client(&zk.address()).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let (mut plain, mut plain_read, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..40 {
+        let election = format!("{base}/e{round}");
+        mkdir(&admin, &election).await;
+        let node = format!("{election}/leader");
+        admin.create(&node, b"m", &ephemeral).await.unwrap();
+        let port = exporter.port;
+        let names = |e: &str, who: &str| {
+            let e = e.to_owned();
+            let wanted = format!("election=\"{e}/leader\",node=\"leader\",identity=\"{who}\"");
+            move || {
+                http_get(port, "/metrics").is_ok_and(|(_, body)| {
+                    body.lines()
+                        .any(|l| l.starts_with("zookeeper_election_master{") && l.contains(&wanted))
+                })
+            }
+        };
+        let master_m = names(&election, "m");
+        wait_for("master visible", Duration::from_secs(20), || {
+            if master_m() {
+                Ok(())
+            } else {
+                Err("not yet".into())
+            }
+        });
+        admin.delete(&node, None).await.unwrap();
+        let (_, watch) = watcher.check_and_watch_stat(&node).await.unwrap();
+        let t0 = Instant::now();
+        // The plain client, and the same client reading who the new master
+        // is (its data and owner), as the exporter must.
+        let reader = watcher.clone();
+        let read_node = node.clone();
+        let plain_task = tokio::spawn(async move {
+            watch.changed().await;
+            let seen = t0.elapsed();
+            let _ = reader.get_data(&read_node).await;
+            (seen, t0.elapsed())
+        });
+        standby.create(&node, b"s", &ephemeral).await.unwrap();
+        let master_s = names(&election, "s");
+        let scrape_task = tokio::task::spawn_blocking(move || {
+            while !master_s() {}
+            t0.elapsed()
+        });
+        let (seen, read) = plain_task.await.unwrap();
+        plain.push(seen);
+        plain_read.push(read);
+        scrape.push(scrape_task.await.unwrap());
+        standby.delete(&node, None).await.unwrap();
+    }
+    plain.sort();
+    plain_read.sort();
+    scrape.sort();
+    println!(
+        "(a) node style: switch seen by a plain watch: median {:.2?} p90 {:.2?}; watch and read of the new node: median {:.2?}; on /metrics: median {:.2?} p90 {:.2?}; ratio of medians {:.2} (to watch and read {:.2})",
+        percentile(&plain, 0.5),
+        percentile(&plain, 0.9),
+        percentile(&plain_read, 0.5),
+        percentile(&scrape, 0.5),
+        percentile(&scrape, 0.9),
+        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64(),
+        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain_read, 0.5).as_secs_f64()
+    );
+}
+
 fn get_raw(port: u16) -> Vec<u8> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -448,6 +528,7 @@ fn main() {
         .unwrap();
     runtime.block_on(switch_latency(&zk, false));
     runtime.block_on(switch_latency(&zk, true));
+    runtime.block_on(node_switch_latency(&zk));
     large_tree(&zk);
     runtime.block_on(discovery_walk(&zk));
     runtime.block_on(groups_sync(&zk));
