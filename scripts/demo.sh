@@ -58,6 +58,10 @@ pids+=($!)
 "$BIN" simulate --zk "127.0.0.1:$ZK_PORT" --path /services --style node --elections 3 --candidates 2 \
   --kill-rate 0.1 --session-timeout 10s >"$work/simulate-node.log" 2>&1 &
 pids+=($!)
+# Two kazoo-style locks under /jobs, handed over about every half second.
+"$BIN" simulate --zk "127.0.0.1:$ZK_PORT" --path /jobs --style lock --elections 2 --candidates 3 \
+  >"$work/simulate-lock.log" 2>&1 &
+pids+=($!)
 cat > "$work/exporter.toml" <<CFG
 [[clusters]]
 name = "demo"
@@ -69,6 +73,9 @@ path = "/wechat/bots/*"
 [[clusters.elections]]
 path = "/services/*/leader"
 style = "node"
+
+[[clusters.locks]]
+path = "/jobs/*"
 CFG
 "$BIN" --config "$work/exporter.toml" --web.listen-address "127.0.0.1:$PORT" \
   >"$work/exporter.log" 2>&1 &
@@ -111,6 +118,7 @@ zk-election-exporter is running:
   Alertmanager: http://127.0.0.1:$AM_PORT
 20 elections under /wechat/bots; a master is killed about every 3 s (closed or abandoned).
 3 node-style elections under /services/*/leader; a master is killed about every 10 s.
+2 locks under /jobs/*, each held by one of three contenders and handed over about every half second.
 An abandoned master is a ghost until ZooKeeper expires its 10 s session, then the standby takes over.
 /wechat/bots/bot_orphan has no candidate: ZooKeeperElectionNoMaster fires after about a minute.
 
@@ -124,6 +132,7 @@ show() {
   echo "--- switches so far: $(grep '^zookeeper_election_master_changes_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "masterless now: $(grep '^zookeeper_election_has_master' <<<"$m" | awk '$2==0' | wc -l)," \
     "ghost masters now: $(grep '^zookeeper_election_master_session_connected' <<<"$m" | awk '$2==0' | wc -l)," \
+    "lock hand-overs: $(grep '^zookeeper_lock_acquisitions_total' <<<"$m" | awk '{s+=$2} END {print s+0}')," \
     "session: $(grep '^zookeeper_session_state' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')"
   echo "--- alerts in Alertmanager: $(curl -fsS "http://127.0.0.1:$AM_PORT/api/v2/alerts" 2>/dev/null |
     python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)})) or "none yet")' 2>/dev/null)"

@@ -126,6 +126,7 @@ pub enum Command {
 pub enum SimStyle {
     Sequential,
     Node,
+    Lock,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -138,8 +139,10 @@ pub struct SimulateArgs {
     #[arg(long, default_value = "/wechat/bots")]
     pub path: String,
     /// How candidates compete: `sequential` (each creates an
-    /// EPHEMERAL_SEQUENTIAL child, lowest is master) or `node` (whoever
-    /// creates the one EPHEMERAL `leader` node is master; the others retry).
+    /// EPHEMERAL_SEQUENTIAL child, lowest is master), `node` (whoever
+    /// creates the one EPHEMERAL `leader` node is master; the others retry)
+    /// or `lock` (kazoo-style `__lock__` contenders: the lowest holds the
+    /// lock for up to a second, releases it and queues again).
     #[arg(long, value_enum, default_value_t = SimStyle::Sequential)]
     pub style: SimStyle,
     /// Number of elections.

@@ -4,7 +4,9 @@
 //! Candidates are spread over a pool of sessions, each standing for one
 //! process: candidate `j` of election `i` lives in session `(i*M + j) % K`.
 //! With `--style node` an election is one EPHEMERAL `leader` node: the
-//! candidate that creates it is master, the others retry every 100 ms.
+//! candidate that creates it is master, the others retry every 100 ms. With
+//! `--style lock` each election is a lock whose holder releases it after up
+//! to a second and queues again.
 //! Killing a master kills its whole session, by closing it (nodes vanish at
 //! once) or abandoning it (nodes stay until the session expires); the session
 //! then comes back as a new process and rejoins its elections at the back.
@@ -57,6 +59,8 @@ struct Sim {
     generation: Vec<u32>,
     /// Per election: sequence -> session slot of its live candidates.
     owners: Vec<BTreeMap<i64, usize>>,
+    /// Lock style: the holder of each lock and since when.
+    held: Vec<Option<(i64, Instant)>>,
     rng: Rng,
 }
 
@@ -80,6 +84,60 @@ impl Sim {
             .filter(|c| c % self.sessions == k)
             .map(|c| c / m)
             .collect()
+    }
+
+    /// The name prefix of session `k`'s candidates (kazoo's `<id>__lock__`
+    /// for locks).
+    fn prefix(&self, k: usize) -> String {
+        match self.args.style {
+            SimStyle::Lock => format!("sim{k}g{}__lock__", self.generation[k]),
+            _ => "instance_".to_owned(),
+        }
+    }
+
+    /// Lock style: every holder that has held its lock long enough deletes
+    /// its node and queues again with a new one.
+    async fn release(&mut self, now: Instant) {
+        for i in 0..self.args.elections {
+            let Some((&seq, &k)) = self.owners[i].first_key_value() else {
+                continue;
+            };
+            let since = *self.held[i].get_or_insert((seq, now));
+            if since.0 != seq {
+                self.held[i] = Some((seq, now));
+                continue;
+            }
+            if now.duration_since(since.1) < Duration::from_millis(200 + self.rng.below(800) as u64)
+            {
+                continue;
+            }
+            let Some((client, _)) = &self.clients[k] else {
+                continue;
+            };
+            let parent = election_path(&self.args.path, i);
+            let name = format!("{}{seq:010}", self.prefix(k));
+            if client
+                .delete(&format!("{parent}/{name}"), None)
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            self.owners[i].remove(&seq);
+            self.held[i] = None;
+            let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+            let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
+            if let Ok((_, next)) = client
+                .create(
+                    &format!("{parent}/{}", self.prefix(k)),
+                    identity.as_bytes(),
+                    &options,
+                )
+                .await
+            {
+                self.owners[i].insert(next.into_i64(), k);
+            }
+        }
     }
 
     /// Sessions holding a candidate of election `i`.
@@ -134,10 +192,11 @@ impl Sim {
         let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
         let elections = self.assigned(k);
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        let prefix = self.prefix(k);
         for chunk in elections.chunks(CREATE_CHUNK) {
             let paths: Vec<String> = chunk
                 .iter()
-                .map(|i| format!("{}/instance_", election_path(&self.args.path, *i)))
+                .map(|i| format!("{}/{prefix}", election_path(&self.args.path, *i)))
                 .collect();
             let results = join_all(
                 paths
@@ -235,6 +294,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
         clients: (0..sessions).map(|_| None).collect(),
         generation: vec![0; sessions],
         owners: vec![BTreeMap::new(); args.elections],
+        held: vec![None; args.elections],
         rng: Rng::seeded(),
         args: args.clone(),
     };
@@ -279,8 +339,10 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
                 }
             }
             _ = tick.tick() => {
-                if sim.args.style == SimStyle::Node {
-                    sim.claim().await;
+                match sim.args.style {
+                    SimStyle::Node => sim.claim().await,
+                    SimStyle::Lock => sim.release(Instant::now()).await,
+                    SimStyle::Sequential => {}
                 }
                 let due: Vec<usize> = revive.iter().filter(|(_, t)| **t <= tokio::time::Instant::now()).map(|(k, _)| *k).collect();
                 for k in due {

@@ -110,3 +110,45 @@ async fn readers_ahead_of_a_writer_hold_a_read_write_lock_together() {
         .await;
     assert_eq!(m.get("zookeeper_lock_waiters", &lock(&table)), Some(2.0));
 }
+
+/// `simulate --style lock` builds kazoo-style locks for real: holders hand
+/// them over, and the exporter counts the hand-overs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_locks_are_handed_over() {
+    let zk = shared_server();
+    let base = unique_path("simlock");
+    let exporter = Exporter::start(&config(&zk.address(), &format!("{base}/*")));
+    let mut sim = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .args([
+            "simulate",
+            "--zk",
+            &zk.address(),
+            "--path",
+            &base,
+            "--style",
+            "lock",
+        ])
+        .args(["--elections", "2", "--candidates", "3", "--duration", "20s"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let m = exporter
+        .until("hand-overs counted", T, |m| {
+            let total: f64 = m
+                .series("zookeeper_lock_acquisitions_total", &[])
+                .iter()
+                .map(|(_, v)| v)
+                .sum();
+            total >= 4.0
+        })
+        .await;
+    for (labels, held) in m.series("zookeeper_lock_held", &[]) {
+        assert_eq!(held, 1.0, "three contenders keep {labels:?} busy");
+    }
+    assert!(
+        m.series("zookeeper_election_has_master", &[]).is_empty(),
+        "locks are no elections"
+    );
+    let _ = sim.kill();
+    let _ = sim.wait();
+}
