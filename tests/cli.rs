@@ -207,8 +207,7 @@ async fn simulate_runs_real_elections_and_kills_masters() {
     let zk = shared_server();
     let base = unique_path("simulate");
     let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
-    let sim = Command::new(BIN)
-        .args(["simulate", "--zk", &zk.address(), "--path", &base])
+    let sim = simulate(zk, &base)
         .args([
             "--elections",
             "4",

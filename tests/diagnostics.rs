@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -24,8 +24,7 @@ impl Drop for Process {
 /// A separate process holding the first candidate of `base/bot_00000`.
 async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Process, String) {
     let child = Process(
-        Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-            .args(["simulate", "--zk", &zk.address(), "--path", base])
+        simulate(zk, base)
             .args(["--elections", "1", "--candidates", "1", "--sessions", "1"])
             .args(["--abandon-ratio", "0", "--session-timeout", session_timeout])
             .stdout(Stdio::null())
@@ -263,8 +262,7 @@ async fn no_false_ghosts_under_default_settings_and_a_frozen_master_is_flagged()
     let root = unique_path("noghost");
     let many = format!("{root}/many");
     let _masters = Process(
-        Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-            .args(["simulate", "--zk", &zk.address(), "--path", &many])
+        simulate(zk, &many)
             .args(["--elections", &ELECTIONS.to_string(), "--candidates", "1"])
             .args(["--sessions", &ELECTIONS.to_string()])
             .args(["--abandon-ratio", "0", "--session-timeout", "4s"])

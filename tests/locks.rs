@@ -118,16 +118,8 @@ async fn simulated_locks_are_handed_over() {
     let zk = shared_server();
     let base = unique_path("simlock");
     let exporter = Exporter::start(&config(&zk.address(), &format!("{base}/*")));
-    let mut sim = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .args([
-            "simulate",
-            "--zk",
-            &zk.address(),
-            "--path",
-            &base,
-            "--style",
-            "lock",
-        ])
+    let mut sim = simulate(zk, &base)
+        .args(["--style", "lock"])
         .args(["--elections", "2", "--candidates", "3", "--duration", "20s"])
         .stderr(std::process::Stdio::null())
         .spawn()

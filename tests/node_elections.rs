@@ -340,16 +340,8 @@ async fn simulated_node_elections_switch_as_simulate_reports() {
          [[clusters.elections]]\npath = \"{base}/*/leader\"\nstyle = \"node\"\n",
         zk.address()
     ));
-    let sim = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .args([
-            "simulate",
-            "--zk",
-            &zk.address(),
-            "--path",
-            &base,
-            "--style",
-            "node",
-        ])
+    let sim = simulate(zk, &base)
+        .args(["--style", "node"])
         .args(["--elections", "3", "--candidates", "2", "--kill-rate", "4"])
         .args(["--abandon-ratio", "0", "--duration", "4s"])
         .stderr(std::process::Stdio::piped())

@@ -98,7 +98,21 @@ fn check_readable(path: &Path) -> Result<(), ConfigError> {
     })
 }
 
-/// `--zk`, `--election` and `--identity` shape the first cluster.
+/// The first cluster, which the command line's tree flags shape.
+fn first_cluster<'a>(
+    raw: &'a mut RawConfig,
+    flag: &str,
+) -> Result<&'a mut RawCluster, ConfigError> {
+    raw.clusters.first_mut().ok_or_else(|| {
+        ConfigError::new(
+            flag,
+            "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
+        )
+    })
+}
+
+/// `--zk`, `--election`, `--identity`, `--group` and `--system` shape the
+/// first cluster.
 fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigError> {
     if let Some(zk) = &o.zk {
         if raw.clusters.is_empty() {
@@ -111,63 +125,39 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
             .collect();
     }
     if !o.elections.is_empty() {
-        let Some(first) = raw.clusters.first_mut() else {
-            return Err(ConfigError::new(
-                "--election",
-                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
-            ));
-        };
-        first.elections = o
+        first_cluster(raw, "--election")?.elections = o
             .elections
             .iter()
             .map(|path| RawElection {
                 path: path.clone(),
                 identity: o.identity.clone(),
-                style: None,
-                min_candidates: None,
-                standbys: None,
-                epoch: None,
-                record: None,
+                ..Default::default()
             })
             .collect();
     }
     if !o.groups.is_empty() {
-        let Some(first) = raw.clusters.first_mut() else {
-            return Err(ConfigError::new(
-                "--group",
-                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
-            ));
-        };
-        first.groups = o
+        first_cluster(raw, "--group")?.groups = o
             .groups
             .iter()
             .map(|path| RawGroup {
                 path: path.clone(),
-                member: None,
-                min_members: None,
-                export_members: None,
+                ..Default::default()
             })
             .collect();
     }
     if !o.systems.is_empty() {
-        let Some(first) = raw.clusters.first_mut() else {
-            return Err(ConfigError::new(
-                "--system",
-                "needs servers: pass --zk HOST:PORT or configure [[clusters]] in the file",
-            ));
-        };
-        first.systems = o
+        first_cluster(raw, "--system")?.systems = o
             .systems
             .iter()
-            .map(|s| match s.split_once(':') {
-                Some((kind, root)) => RawSystem {
+            .map(|s| {
+                let (kind, root) = match s.split_once(':') {
+                    Some((kind, root)) => (kind, Some(root.to_owned())),
+                    None => (s.as_str(), None),
+                };
+                RawSystem {
                     kind: kind.to_owned(),
-                    root: Some(root.to_owned()),
-                },
-                None => RawSystem {
-                    kind: s.clone(),
-                    root: None,
-                },
+                    root,
+                }
             })
             .collect();
     }

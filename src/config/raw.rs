@@ -106,7 +106,7 @@ pub(super) struct RawLock {
     pub(super) max_hold: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGroup {
     pub(super) path: String,
@@ -134,7 +134,7 @@ pub(super) struct RawAuth {
     pub(super) credentials_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawElection {
     pub(super) path: String,

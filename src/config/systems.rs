@@ -23,29 +23,23 @@ fn under(root: &str, rest: &str) -> String {
 
 fn node(path: String, identity: &str) -> RawElection {
     RawElection {
-        path,
-        identity: Some(identity.to_owned()),
         style: Some("node".into()),
-        min_candidates: None,
-        standbys: None,
-        epoch: None,
-        record: None,
+        ..sequential(path, identity)
     }
 }
 
 fn sequential(path: String, identity: &str) -> RawElection {
     RawElection {
-        style: None,
-        ..node(path, identity)
+        path,
+        identity: Some(identity.to_owned()),
+        ..Default::default()
     }
 }
 
 fn group(path: String) -> RawGroup {
     RawGroup {
         path,
-        member: None,
-        min_members: None,
-        export_members: None,
+        ..Default::default()
     }
 }
 

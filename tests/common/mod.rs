@@ -709,6 +709,14 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
+/// `zk-election-exporter simulate --zk ZK --path PATH`, for the test to add
+/// its flags and spawn.
+pub fn simulate(zk: &ZkServer, path: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"));
+    c.args(["simulate", "--zk", &zk.address(), "--path", path]);
+    c
+}
+
 /// Labels of one series.
 pub type Labels = BTreeMap<String, String>;
 
