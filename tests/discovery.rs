@@ -431,3 +431,89 @@ async fn the_cardinality_guard_caps_exported_elections() {
         "warned once"
     );
 }
+
+/// Discovery recognises known systems wherever they live: a Kafka and an
+/// HDFS layout under a walk root become their systems' trees (node
+/// elections with epoch, standbys and record), marked `recognised`, and
+/// their registries are not found again as generic groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_recognises_known_systems_at_any_root() {
+    let zk = shared_server();
+    let base = unique_path("recognise");
+    let c = client(&zk.address()).await;
+    let kafka = format!("{base}/kafka");
+    let ns1 = format!("{base}/hadoop-ha/ns1");
+    mkdir(&c, &format!("{kafka}/brokers/ids")).await;
+    mkdir(&c, &format!("{kafka}/brokers/topics")).await;
+    mkdir(&c, &ns1).await;
+    create(
+        &c,
+        &format!("{kafka}/controller_epoch"),
+        CreateMode::Persistent,
+        b"7",
+    )
+    .await;
+    for id in ["1", "2", "3"] {
+        create(
+            &c,
+            &format!("{kafka}/brokers/ids/{id}"),
+            CreateMode::Ephemeral,
+            b"{}",
+        )
+        .await;
+    }
+    create(
+        &c,
+        &format!("{kafka}/controller"),
+        CreateMode::Ephemeral,
+        br#"{"version":1,"brokerid":3,"timestamp":"1700000000000"}"#,
+    )
+    .await;
+    create(
+        &c,
+        &format!("{ns1}/ActiveStandbyElectorLock"),
+        CreateMode::Ephemeral,
+        b"",
+    )
+    .await;
+    create(
+        &c,
+        &format!("{ns1}/ActiveBreadCrumb"),
+        CreateMode::Persistent,
+        b"",
+    )
+    .await;
+    let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
+    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let found = until_trees(&exporter, 3).await;
+    let r = |k: &str, v: &str| (format!("{base}/{k}"), v.to_owned(), "recognised".to_owned());
+    for tree in [
+        r("kafka/controller", "election"),
+        r("kafka/brokers/ids", "group"),
+        r("hadoop-ha/*/ActiveStandbyElectorLock", "election"),
+    ] {
+        assert!(found.contains(&tree), "{tree:?} in {found:?}");
+    }
+    assert_eq!(
+        found
+            .iter()
+            .filter(|(p, _, _)| p.ends_with("/brokers/ids"))
+            .count(),
+        1,
+        "the registry is the system's, not a second generic group: {found:?}"
+    );
+    let controller = format!("{kafka}/controller");
+    let m = exporter
+        .until("the recognised controller", T, |m| {
+            master_identity(m, &controller).as_deref() == Some("3")
+        })
+        .await;
+    let e = election_labels(&controller);
+    assert_eq!(m.get("zookeeper_election_epoch", &e), Some(7.0));
+    assert_eq!(m.get("zookeeper_election_candidates", &e), Some(3.0));
+    assert_eq!(
+        m.get("zookeeper_election_discovered", &e),
+        None,
+        "a recognised system pages like a configured one"
+    );
+}

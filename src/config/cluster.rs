@@ -51,26 +51,11 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         &servers,
     )?;
     let (system_elections, system_groups) = super::systems::expand(key, c.systems)?;
-    let elections = validate_elections(
+    let (elections, groups) = validate_trees(
         key,
         c.elections.into_iter().chain(system_elections).collect(),
+        c.groups.into_iter().chain(system_groups).collect(),
     )?;
-    let mut groups = validate_groups(key, c.groups.into_iter().chain(system_groups).collect())?;
-    // A node election's standby registry is watched as a group of its own.
-    for e in &elections {
-        if let Style::Node(NodeSpec {
-            standbys: Some(path),
-            ..
-        }) = &e.spec.style
-            && !groups.iter().any(|g| g.pattern.as_str() == path)
-        {
-            groups.push(GroupConfig {
-                pattern: TreePattern::parse(path)
-                    .map_err(|m| ConfigError::new(format!("{key}.elections"), m))?,
-                spec: GroupSpec::discovered(),
-            });
-        }
-    }
     let locks = validate_locks(key, c.locks)?;
     let diagnostics = validate_ghost_check(
         &format!("{key}.diagnostics"),
@@ -133,6 +118,32 @@ fn validate_watch_mode(key: &str, mode: Option<&str>) -> Result<WatchMode, Confi
             format!("`{other}` is not a watch mode; use \"auto\", \"persistent\" or \"oneshot\""),
         )),
     }
+}
+
+/// Elections and groups, plus the group each node election's standby
+/// registry is watched as.
+pub(super) fn validate_trees(
+    key: &str,
+    elections: Vec<RawElection>,
+    groups: Vec<RawGroup>,
+) -> Result<(Vec<ElectionConfig>, Vec<GroupConfig>), ConfigError> {
+    let elections = validate_elections(key, elections)?;
+    let mut groups = validate_groups(key, groups)?;
+    for e in &elections {
+        if let Style::Node(NodeSpec {
+            standbys: Some(path),
+            ..
+        }) = &e.spec.style
+            && !groups.iter().any(|g| g.pattern.as_str() == path)
+        {
+            groups.push(GroupConfig {
+                pattern: TreePattern::parse(path)
+                    .map_err(|m| ConfigError::new(format!("{key}.elections"), m))?,
+                spec: GroupSpec::discovered(),
+            });
+        }
+    }
+    Ok((elections, groups))
 }
 
 fn validate_elections(

@@ -242,7 +242,7 @@ pub struct Overrides {
 mod cluster;
 mod load;
 mod raw;
-mod systems;
+pub mod systems;
 #[cfg(test)]
 mod tests;
 mod validate;

@@ -20,7 +20,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     family(
         enc,
         names::DISCOVERY_TREES,
-        "Trees discovery watches now, by kind (vanished ones are dropped).",
+        "Trees discovery watches now, by kind: discovered and recognised systems' (vanished ones are dropped).",
         MetricType::Gauge,
         |m| {
             for (c, _) in discovering() {
@@ -29,7 +29,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
                         .trees
                         .iter()
                         .filter(|t| {
-                            t.source() == TreeSource::Discovered && t.content_kind() == kind
+                            t.source() != TreeSource::Configured && t.content_kind() == kind
                         })
                         .count();
                     gauge(

@@ -207,7 +207,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         |m| {
             each_election_seen(clusters, |l, seen| match seen.tree.source() {
                 TreeSource::Discovered => gauge(m, l, 1.0),
-                TreeSource::Configured => Ok(()),
+                TreeSource::Configured | TreeSource::Recognised => Ok(()),
             })
         },
     )?;

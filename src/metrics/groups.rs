@@ -91,7 +91,7 @@ pub(super) fn encode_groups(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         |m| {
             each_group(clusters, |l, tree, _, _| match tree.source() {
                 TreeSource::Discovered => gauge(m, l, 1.0),
-                TreeSource::Configured => Ok(()),
+                TreeSource::Configured | TreeSource::Recognised => Ok(()),
             })
         },
     )

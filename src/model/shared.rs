@@ -150,7 +150,7 @@ impl SharedCluster {
         let mut g = self.write();
         g.discovery = Some(status);
         g.trees
-            .retain(|t| t.source() == TreeSource::Configured || !retired.contains(t.pattern()));
+            .retain(|t| t.source() != TreeSource::Discovered || !retired.contains(t.pattern()));
         g.trees.extend(added);
     }
 

@@ -29,7 +29,12 @@ pub enum TreeKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TreeSource {
     Configured,
+    /// Found by the discovery walk from what its nodes look like: a guess,
+    /// whose alerts never page.
     Discovered,
+    /// A known system's layout (Kafka, HBase, HDFS, Solr) the discovery
+    /// walk recognised: as good as configured.
+    Recognised,
 }
 
 impl TreeSource {
@@ -37,6 +42,7 @@ impl TreeSource {
         match self {
             Self::Configured => "configured",
             Self::Discovered => "discovered",
+            Self::Recognised => "recognised",
         }
     }
 }

@@ -25,7 +25,7 @@ use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult};
 
 use super::zk::read::{BATCH, Op, join, multi_read};
-use crate::config::ClusterConfig;
+use crate::config::{ClusterConfig, systems};
 use crate::model::DiscoveryStatus;
 use crate::model::candidate::IdentityMode;
 use crate::model::candidate::exact_sequence;
@@ -288,6 +288,35 @@ fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
         .collect()
 }
 
+/// Known systems whose layout the walk found, as (kind, root): Kafka's
+/// `controller` beside `controller_epoch` and `brokers/ids`, HBase's
+/// `master` beside `backup-masters` and `rs`, HDFS's
+/// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`.
+pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
+    let has = |p: &str| walk.nodes.contains_key(p);
+    let mut found = BTreeSet::new();
+    for path in walk.nodes.keys() {
+        let (dir, name) = (parent_of(path), path.rsplit('/').next().unwrap_or_default());
+        let sibling = |n: &str| has(&join(dir, n));
+        match name {
+            "controller" if sibling("controller_epoch") && has(&join(dir, "brokers/ids")) => {
+                found.insert(("kafka", dir.to_owned()));
+            }
+            "master" if sibling("backup-masters") && sibling("rs") => {
+                found.insert(("hbase", dir.to_owned()));
+            }
+            "ActiveStandbyElectorLock" if dir != "/" => {
+                found.insert(("hdfs", parent_of(dir).to_owned()));
+            }
+            "election" if dir.ends_with("/overseer_elect") => {
+                found.insert(("solr", parent_of(dir).to_owned()));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// Walks the namespace: retires discovered trees that vanished or changed
 /// kind, and finds election, lock and group trees no tree covers (configured
 /// globs win: a found node one of them matches is left to it). `None` when
@@ -324,12 +353,36 @@ pub async fn discover(
     for p in &retired {
         info!(cluster = %cfg.name, tree = %p.as_str(), "a discovered tree vanished or changed kind; dropping it");
     }
-    let watched: Vec<TreePattern> = watched
+    let mut watched: Vec<TreePattern> = watched
         .iter()
         .map(|w| w.pattern.clone())
         .filter(|p| !retired.contains(p))
         .collect();
     let mut trees = Vec::new();
+    // Known systems first: their trees are as good as configured, and the
+    // registries they include are not found again as generic groups.
+    for (kind, root) in recognise(&walk) {
+        let Ok((elections, groups)) = systems::trees(kind, &root) else {
+            continue;
+        };
+        let new_system = elections
+            .iter()
+            .all(|e| !watched.iter().any(|w| w.as_str() == e.pattern.as_str()));
+        if !new_system {
+            continue;
+        }
+        info!(cluster = %cfg.name, system = kind, root = %root, "recognised a known system");
+        let system_trees = elections
+            .into_iter()
+            .map(|e| Tree::elections(e.pattern, e.spec))
+            .chain(groups.into_iter().map(|g| Tree::groups(g.pattern, g.spec)))
+            .filter(|t| !watched.iter().any(|w| w.as_str() == t.pattern().as_str()))
+            .collect::<Vec<_>>();
+        for tree in system_trees {
+            watched.push(tree.pattern().clone());
+            trees.push(tree.with_source(TreeSource::Recognised));
+        }
+    }
     for kind in [Found::Election, Found::Lock, Found::Group] {
         let found: Vec<&str> = walk.of(kind).collect();
         for pattern in patterns(&walk, kind) {
