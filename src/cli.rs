@@ -125,6 +125,7 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SimStyle {
     Sequential,
+    Exclusive,
     Node,
     Lock,
 }
@@ -141,8 +142,10 @@ pub struct SimulateArgs {
     /// How candidates compete: `sequential` (each creates an
     /// EPHEMERAL_SEQUENTIAL child, lowest is master), `node` (whoever
     /// creates the one EPHEMERAL `leader` node is master; the others retry)
-    /// or `lock` (kazoo-style `__lock__` contenders: the lowest holds the
-    /// lock for up to a second, releases it and queues again).
+    /// `exclusive` (the seeds' single-active design: only the master keeps
+    /// its node, standbys delete theirs and register again when the master
+    /// dies) or `lock` (kazoo-style `__lock__` contenders: the lowest holds
+    /// the lock for up to a second, releases it and queues again).
     #[arg(long, value_enum, default_value_t = SimStyle::Sequential)]
     pub style: SimStyle,
     /// Number of elections.

@@ -6,7 +6,9 @@
 //! With `--style node` an election is one EPHEMERAL `leader` node: the
 //! candidate that creates it is master, the others retry every 100 ms. With
 //! `--style lock` each election is a lock whose holder releases it after up
-//! to a second and queues again.
+//! to a second and queues again. With `--style exclusive` only the master
+//! keeps its node: standbys withdraw theirs and register again (every 100
+//! ms) once the election has no master.
 //! Killing a master kills its whole session, by closing it (nodes vanish at
 //! once) or abandoning it (nodes stay until the session expires); the session
 //! then comes back as a new process and rejoins its elections at the back.
@@ -61,6 +63,8 @@ struct Sim {
     owners: Vec<BTreeMap<i64, usize>>,
     /// Lock style: the holder of each lock and since when.
     held: Vec<Option<(i64, Instant)>>,
+    /// Exclusive style: sessions that withdrew from each election.
+    waiting: Vec<Vec<usize>>,
     rng: Rng,
 }
 
@@ -140,6 +144,49 @@ impl Sim {
         }
     }
 
+    /// Exclusive style: standbys withdraw their nodes; in elections without
+    /// a master the live ones that withdrew register again.
+    async fn exclusive(&mut self) {
+        for i in 0..self.args.elections {
+            if self.owners[i].is_empty() {
+                let waiting = std::mem::take(&mut self.waiting[i]);
+                for k in waiting {
+                    let Some((client, _)) = &self.clients[k] else {
+                        continue;
+                    };
+                    let parent = election_path(&self.args.path, i);
+                    let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+                    let identity = format!("sim-process-{k}-gen{}", self.generation[k]);
+                    if let Ok((_, seq)) = client
+                        .create(
+                            &format!("{parent}/instance_"),
+                            identity.as_bytes(),
+                            &options,
+                        )
+                        .await
+                    {
+                        self.owners[i].insert(seq.into_i64(), k);
+                    }
+                }
+            }
+            let standbys: Vec<(i64, usize)> = self.owners[i]
+                .iter()
+                .skip(1)
+                .map(|(s, k)| (*s, *k))
+                .collect();
+            for (seq, k) in standbys {
+                let Some((client, _)) = &self.clients[k] else {
+                    continue;
+                };
+                let node = format!("{}/instance_{seq:010}", election_path(&self.args.path, i));
+                if client.delete(&node, None).await.is_ok() {
+                    self.owners[i].remove(&seq);
+                    self.waiting[i].push(k);
+                }
+            }
+        }
+    }
+
     /// Sessions holding a candidate of election `i`.
     fn candidates_of(&self, i: usize) -> Vec<usize> {
         let m = self.args.candidates;
@@ -185,6 +232,9 @@ impl Sim {
         let detached = self.rng.chance(self.args.abandon_ratio);
         let client = connect(&self.args.zk, self.args.session_timeout, detached).await?;
         self.generation[k] += 1;
+        for waiting in &mut self.waiting {
+            waiting.retain(|w| *w != k);
+        }
         if self.args.style == SimStyle::Node {
             self.clients[k] = Some((client, detached));
             return Ok(());
@@ -295,6 +345,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
         generation: vec![0; sessions],
         owners: vec![BTreeMap::new(); args.elections],
         held: vec![None; args.elections],
+        waiting: vec![Vec::new(); args.elections],
         rng: Rng::seeded(),
         args: args.clone(),
     };
@@ -342,6 +393,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
                 match sim.args.style {
                     SimStyle::Node => sim.claim().await,
                     SimStyle::Lock => sim.release(Instant::now()).await,
+                    SimStyle::Exclusive => sim.exclusive().await,
                     SimStyle::Sequential => {}
                 }
                 let due: Vec<usize> = revive.iter().filter(|(_, t)| **t <= tokio::time::Instant::now()).map(|(k, _)| *k).collect();

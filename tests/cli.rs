@@ -306,3 +306,52 @@ fn simulate_rejects_nonsense() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `simulate --style exclusive`: only the master keeps a node, so every
+/// election shows one candidate, and killed masters are replaced by
+/// standbys registering again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_exclusive_elections_keep_only_the_master() {
+    let zk = shared_server();
+    let base = unique_path("exclusive");
+    let exporter = Exporter::start(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+    let mut sim = simulate(zk, &base)
+        .args([
+            "--style",
+            "exclusive",
+            "--elections",
+            "2",
+            "--candidates",
+            "3",
+        ])
+        .args([
+            "--kill-rate",
+            "2",
+            "--abandon-ratio",
+            "0",
+            "--duration",
+            "60s",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    exporter
+        .until(
+            "one candidate each, and switches",
+            Duration::from_secs(40),
+            |m| {
+                let candidates = m.series("zookeeper_election_candidates", &[]);
+                let switches: f64 = m
+                    .series("zookeeper_election_master_changes_total", &[])
+                    .iter()
+                    .map(|(_, v)| v)
+                    .sum();
+                candidates.len() == 2
+                    && candidates.iter().all(|(_, v)| *v == 1.0)
+                    && switches >= 2.0
+            },
+        )
+        .await;
+    let _ = sim.kill();
+    let _ = sim.wait();
+}
