@@ -231,6 +231,10 @@ def elections_dashboard():
               "{{cluster}} {{op}}")], unit="s", w=12, h=6)
     d.panel("timeseries", "Trees synced",
             [(f"zookeeper_tree_synced{{{CLUSTER}}}", "{{cluster}} {{tree}}")], w=12, h=6)
+    d.panel("table", "Watched trees",
+            [(f"zookeeper_tree_info{{{CLUSTER}}}", "")], w=24, h=8,
+            desc="Every tree: kind (election, group, lock), election style (sequential, node) "
+                 "and source (configured, discovered, recognised).")
     return d.to_json([
         query_variable("cluster", "Cluster", "zookeeper_election_candidates"),
         query_variable("election", "Election", "zookeeper_election_candidates",
