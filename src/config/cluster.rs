@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawLock, RawProbe};
+use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawLock, RawProbe, RawSystem};
 use super::validate::*;
 use super::*;
 use crate::model::Limits;
@@ -369,4 +369,18 @@ fn validate_canary(key: &str, raw: Option<RawProbe>) -> Result<Option<CanaryConf
         interval,
         write: raw.write.unwrap_or(true),
     }))
+}
+
+/// The elections and groups of known system `kind` at `root`, validated:
+/// what discovery watches when it recognises the system's layout.
+pub fn system_trees(
+    kind: &str,
+    root: &str,
+) -> Result<(Vec<ElectionConfig>, Vec<GroupConfig>), ConfigError> {
+    let system = RawSystem {
+        kind: kind.to_owned(),
+        root: Some(root.to_owned()),
+    };
+    let (elections, groups) = super::systems::expand("system", vec![system])?;
+    validate_trees("system", elections, groups)
 }

@@ -242,9 +242,10 @@ pub struct Overrides {
 mod cluster;
 mod load;
 mod raw;
-pub mod systems;
+mod systems;
 #[cfg(test)]
 mod tests;
 mod validate;
 
+pub use cluster::system_trees;
 pub use load::load;

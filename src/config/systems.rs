@@ -2,9 +2,8 @@
 //! `--system kafka[:ROOT]`) stands for the elections and groups the system
 //! writes, laid out as it writes them.
 
-use super::cluster::validate_trees;
+use super::ConfigError;
 use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
-use super::{ConfigError, ElectionConfig, GroupConfig};
 
 /// The systems known, with the root their znodes live under by default.
 pub const KINDS: [(&str, &str); 4] = [
@@ -107,18 +106,4 @@ pub(super) fn expand(
         }
     }
     Ok((elections, groups))
-}
-
-/// The elections and groups of system `kind` at `root`, validated: what
-/// discovery watches when it recognises the system's layout.
-pub fn trees(
-    kind: &str,
-    root: &str,
-) -> Result<(Vec<ElectionConfig>, Vec<GroupConfig>), ConfigError> {
-    let system = RawSystem {
-        kind: kind.to_owned(),
-        root: Some(root.to_owned()),
-    };
-    let (elections, groups) = expand("system", vec![system])?;
-    validate_trees("system", elections, groups)
 }

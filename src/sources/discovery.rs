@@ -25,7 +25,7 @@ use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult};
 
 use super::zk::read::{BATCH, Op, join, multi_read};
-use crate::config::{ClusterConfig, systems};
+use crate::config::{ClusterConfig, system_trees};
 use crate::model::DiscoveryStatus;
 use crate::model::candidate::IdentityMode;
 use crate::model::candidate::exact_sequence;
@@ -362,7 +362,7 @@ pub async fn discover(
     // Known systems first: their trees are as good as configured, and the
     // registries they include are not found again as generic groups.
     for (kind, root) in recognise(&walk) {
-        let Ok((elections, groups)) = systems::trees(kind, &root) else {
+        let Ok((elections, groups)) = system_trees(kind, &root) else {
             continue;
         };
         let new_system = elections
