@@ -491,3 +491,41 @@ async fn known_systems_from_the_command_line() {
     );
     assert_eq!(m.series("zookeeper_election_has_master", &[]).len(), 2);
 }
+
+/// The same misfit arriving later: an ephemeral node created under a
+/// sequential glob is not taken for a masterless election (a page), the
+/// tree says why instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ephemeral_election_node_created_later_is_refused_too() {
+    let zk = shared_server();
+    let root = unique_path("latemisfit");
+    let admin = client(&zk.address()).await;
+    let good = format!("{root}/good");
+    mkdir(&admin, &good).await;
+    candidate(&admin, &good, "n_", b"one").await;
+    let exporter = Exporter::start(&cluster_config(
+        &zk.address(),
+        &format!("{root}/*"),
+        "[clusters.four_letter_words]\nenabled = false",
+    ));
+    exporter
+        .until("the good election", T, |m| master_node(m, &good).is_some())
+        .await;
+    let broker = client(&zk.address()).await;
+    become_controller(&broker, &root, 1).await;
+    let reason = exporter.until_not_ready("set style = \"node\"", T).await;
+    assert!(
+        reason.contains(&format!("{root}/controller is itself an ephemeral node")),
+        "{reason}"
+    );
+    let m = exporter.metrics().unwrap();
+    assert_eq!(
+        m.get(
+            "zookeeper_election_has_master",
+            &election_labels(&format!("{root}/controller"))
+        ),
+        None,
+        "no masterless election, no page"
+    );
+    drop(broker);
+}

@@ -18,7 +18,7 @@ use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
-    MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, start_watch,
+    Applied, MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
@@ -34,6 +34,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const MEMBERS_REFRESH: Duration = Duration::from_secs(30);
 /// How soon a tree whose listing failed (no rights, connection loss) is retried.
 const SYNC_RETRY: Duration = Duration::from_secs(5);
+
+/// What to say about election node `node` of a sequential tree that is
+/// itself ephemeral.
+fn ephemeral_election_node(node: &str) -> String {
+    format!(
+        "{node} is itself an ephemeral node: its owner is the master and it has no \
+         candidates; set style = \"node\" for this election (as for Kafka's /controller)"
+    )
+}
 
 /// Why a tree could not be synced, in operator terms.
 struct Misfit(String);
@@ -384,13 +393,28 @@ impl<'a> Session<'a> {
         let result = match self.mode {
             Mode::Persistent => {
                 let patterns = self.patterns();
-                apply_events(&self.client, &patterns, current, &self.state).await
+                let sequential: Vec<bool> = (0..patterns.len())
+                    .map(|i| self.state.is_sequential_election_tree(i))
+                    .collect();
+                apply_events(&self.client, &patterns, &sequential, current, &self.state).await
             }
-            Mode::Oneshot => self.apply_oneshot(current).await.map(|()| false),
+            Mode::Oneshot => self
+                .apply_oneshot(current)
+                .await
+                .map(|()| Applied::default()),
         };
         match result {
-            Ok(true) => report_dropped(self.cfg),
-            Ok(false) => {}
+            Ok(applied) => {
+                if applied.drops_to_report {
+                    report_dropped(self.cfg);
+                }
+                for (i, node) in applied.misfits {
+                    let message = ephemeral_election_node(&node);
+                    if self.state.tree_failed(i, message.clone()) {
+                        warn!(cluster = %self.cfg.name, tree = %self.watched[i].pattern.as_str(), "{message}");
+                    }
+                }
+            }
             Err(e) => {
                 // A read failed (connection loss mid-batch): the affected
                 // trees are re-listed rather than guessed.
@@ -515,10 +539,7 @@ impl<'a> Session<'a> {
         }
         let result = match result {
             Ok(listing) => match self.ephemeral_election_node(i, &listing).await {
-                Some(node) => Err(Misfit(format!(
-                    "{node} is itself an ephemeral node: its owner is the master and it has no \
-                     candidates; set style = \"node\" for this election (as for Kafka's /controller)"
-                ))),
+                Some(node) => Err(Misfit(ephemeral_election_node(&node))),
                 None => Ok(listing),
             },
             Err(e) => Err(Misfit(describe_sync_error(self.cfg, &pattern, &e))),

@@ -154,36 +154,56 @@ pub async fn list_tree(
         .collect())
 }
 
+/// What applying a batch of events showed.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The cardinality guard dropped series nobody was told about yet.
+    pub drops_to_report: bool,
+    /// Election nodes of sequential trees created as ephemeral nodes (a
+    /// node election configured the wrong way): (tree, path). They are not
+    /// applied: such an election would be masterless forever.
+    pub misfits: Vec<(usize, String)>,
+}
+
 /// Applies a batch of events of one or more trees: reads the created or
-/// changed children in one multi-read, then applies everything in order under
-/// one lock. Returns whether the cardinality guard dropped series nobody
-/// was told about yet.
+/// changed children (and created election nodes of `sequential` trees, to
+/// check they are persistent) in one multi-read, then applies everything in
+/// order under one lock.
 pub async fn apply_events(
     client: &Client,
     patterns: &[TreePattern],
+    sequential: &[bool],
     events: Vec<TreeEvent>,
     state: &SharedCluster,
-) -> Result<bool, zookeeper_client::Error> {
+) -> Result<Applied, zookeeper_client::Error> {
     let mut to_read: Vec<String> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for e in &events {
         let path = e.event.path.as_str();
-        if matches!(
-            e.event.event_type,
-            EventType::NodeCreated | EventType::NodeDataChanged
-        ) && matches!(patterns[e.tree].classify(path), PathKind::Child { .. })
-            && !index.contains_key(path)
-        {
+        let read = match (patterns[e.tree].classify(path), e.event.event_type) {
+            (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
+            (PathKind::Parent, EventType::NodeCreated) => sequential[e.tree],
+            _ => false,
+        };
+        if read && !index.contains_key(path) {
             index.insert(path, to_read.len());
             to_read.push(path.to_owned());
         }
     }
     let read = read_children(client, &to_read, state).await?;
     let mut changes = Vec::with_capacity(events.len());
+    let mut applied = Applied::default();
     for e in &events {
         let path = e.event.path.as_str();
         let change = match (patterns[e.tree].classify(path), e.event.event_type) {
-            (PathKind::Parent, EventType::NodeCreated) => TreeChange::ParentCreated(path.into()),
+            (PathKind::Parent, EventType::NodeCreated) => {
+                let node = index.get(path).and_then(|i| read[*i].as_ref());
+                if node.is_some_and(|n| n.ephemeral_owner != 0) {
+                    applied.misfits.push((e.tree, path.to_owned()));
+                    continue;
+                }
+                TreeChange::ParentCreated(path.into())
+            }
             (PathKind::Parent, EventType::NodeDeleted) => TreeChange::ParentDeleted(path.into()),
             (
                 PathKind::Child { parent, .. },
@@ -210,5 +230,6 @@ pub async fn apply_events(
         };
         changes.push((e.tree, change));
     }
-    Ok(state.trees_changed(changes, Now::current()))
+    applied.drops_to_report = state.trees_changed(changes, Now::current());
+    Ok(applied)
 }
