@@ -473,7 +473,7 @@ impl<'a> Session<'a> {
         else {
             return;
         };
-        let first_new = self.watched.len() - found.retired.len();
+        let first_new = self.watched.len();
         let added: Vec<TreePattern> = found.added.iter().map(|t| t.pattern().clone()).collect();
         self.state
             .trees_discovered(&found.retired, found.added, found.status);
