@@ -9,12 +9,13 @@
 //! final for a client: a new one is built with capped exponential backoff.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 
+use super::connect::{Backoff, connect, describe_connect_error, describe_sync_error};
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
@@ -28,8 +29,6 @@ use crate::model::session::SessionState;
 use crate::model::tree::{ChildNode, TreePattern};
 use crate::sources::discovery;
 
-const BACKOFF_START: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How often `/zookeeper/config` is re-read for ensemble members.
 const MEMBERS_REFRESH: Duration = Duration::from_secs(30);
 /// How soon a tree whose listing failed (no rights, connection loss) is retried.
@@ -56,32 +55,6 @@ enum End {
     Shutdown,
 }
 
-/// Capped exponential backoff with a little jitter so several agents do not
-/// reconnect in lockstep.
-#[derive(Debug)]
-struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    fn new() -> Self {
-        Self {
-            next: BACKOFF_START,
-        }
-    }
-    fn reset(&mut self) {
-        self.next = BACKOFF_START;
-    }
-    fn next_delay(&mut self) -> Duration {
-        let jitter = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos() % 100);
-        let delay = self.next + self.next * jitter / 1000;
-        self.next = (self.next * 2).min(BACKOFF_MAX);
-        delay
-    }
-}
-
 /// Logs once per agent life that the cardinality guard dropped series.
 fn report_dropped(cfg: &ClusterConfig) {
     warn!(
@@ -93,60 +66,6 @@ fn report_dropped(cfg: &ClusterConfig) {
     );
 }
 
-/// Explains a connect failure in operator terms.
-fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) -> String {
-    let servers = cfg.servers.join(",");
-    match e {
-        zookeeper_client::Error::NoHosts => {
-            format!(
-                "no ZooKeeper server of [{servers}] accepted a session (refused or unreachable)"
-            )
-        }
-        zookeeper_client::Error::Timeout => {
-            format!("no session established with [{servers}] within the session timeout")
-        }
-        zookeeper_client::Error::AuthFailed => format!(
-            "authentication to [{servers}] failed with the digest credentials from {}",
-            cfg.auth.as_ref().map_or("(none)", |a| a.origin.as_str())
-        ),
-        other => format!("cannot connect to [{servers}]: {other}"),
-    }
-}
-
-/// Explains a tree sync failure, with what to do about it.
-fn describe_sync_error(
-    cfg: &ClusterConfig,
-    pattern: &TreePattern,
-    e: &zookeeper_client::Error,
-) -> String {
-    match e {
-        zookeeper_client::Error::NoAuth => format!(
-            "not authorized to read {} (ACL); {}",
-            pattern.root(),
-            match &cfg.auth {
-                Some(a) => format!("check the digest credentials from {}", a.origin),
-                None => "configure `auth` for this cluster".to_owned(),
-            }
-        ),
-        zookeeper_client::Error::Unimplemented => format!(
-            "the server does not support persistent recursive watches on {} (needs ZooKeeper 3.6 or newer; set watch_mode = \"oneshot\" for older servers)",
-            pattern.root()
-        ),
-        other => format!("cannot watch and list {}: {other}", pattern.root()),
-    }
-}
-
-async fn connect(cfg: &ClusterConfig) -> Result<Client, zookeeper_client::Error> {
-    let mut connector = Client::connector()
-        .with_session_timeout(cfg.session_timeout)
-        .with_connection_timeout(cfg.session_timeout.min(Duration::from_secs(5)))
-        .with_fail_eagerly();
-    if let Some(auth) = &cfg.auth {
-        connector = connector.with_auth("digest", auth.credentials.expose().as_bytes());
-    }
-    connector.connect(&cfg.connect_string()).await
-}
-
 /// Runs the cluster until `shutdown` flips to true. Never returns early on
 /// ZooKeeper trouble: every failure is recorded and retried.
 pub async fn run_cluster(
@@ -154,7 +73,7 @@ pub async fn run_cluster(
     state: SharedCluster,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::default();
     let mut failing_since: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {

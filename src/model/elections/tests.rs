@@ -1,0 +1,230 @@
+use super::*;
+use std::time::Instant;
+
+fn child(name: &str, ephemeral: bool) -> ChildNode {
+    ChildNode {
+        name: name.into(),
+        data: name.as_bytes().to_vec(),
+        ephemeral_owner: i64::from(ephemeral),
+        ctime_ms: 1_700_000_000_000,
+    }
+}
+
+fn now(base: Instant, s: u64) -> Now {
+    Now {
+        mono: base + Duration::from_secs(s),
+        wall: SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+    }
+}
+
+fn node(name: &str, owner: i64, ctime_ms: i64) -> ChildNode {
+    ChildNode {
+        name: name.into(),
+        data: format!(r#"{{"brokerid":{owner}}}"#).into_bytes(),
+        ephemeral_owner: owner,
+        ctime_ms,
+    }
+}
+
+fn controller() -> ElectionTree {
+    ElectionTree::new(ElectionSpec {
+        identity: IdentityMode::parse("json:/brokerid").unwrap(),
+        style: Style::Node(NodeSpec {
+            name: "controller".into(),
+            epoch: Some("controller_epoch".into()),
+            record: None,
+            standbys: None,
+        }),
+        min_candidates: None,
+    })
+}
+
+#[test]
+fn a_node_election_is_its_one_ephemeral_node() {
+    let t = Instant::now();
+    let mut tree = controller();
+    // Kafka's root: /controller beside persistent siblings.
+    tree.apply_listing(
+        vec![(
+            "/".into(),
+            vec![
+                node("controller", 7, 1),
+                node("brokers", 0, 0),
+                node("controller_epoch", 0, 0),
+            ],
+        )],
+        now(t, 0),
+        false,
+    );
+    assert_eq!(tree.parent_count(), 1);
+    let e = tree.election("/controller").unwrap();
+    let master = e.master().unwrap();
+    assert_eq!(
+        (master.node, master.identity, master.owner),
+        ("controller", "7", 7)
+    );
+    assert_eq!(
+        tree.ignored_count(),
+        0,
+        "siblings are no business of the election"
+    );
+    // The broker dies: masterless, then another broker re-creates it.
+    tree.child_deleted("/", "controller", now(t, 1));
+    assert!(tree.election("/controller").unwrap().master().is_none());
+    tree.child_deleted("/", "brokers", now(t, 1));
+    tree.child_upserted("/", node("controller", 9, 2), now(t, 3));
+    let e = tree.election("/controller").unwrap();
+    assert_eq!((e.changes(), e.master().unwrap().identity), (1, "9"));
+    assert_eq!(e.masterless_total(now(t, 3).mono), Duration::from_secs(2));
+    // A data change of the same node is no switch; another session
+    // re-creating it during an outage is one, counted at the resync.
+    tree.child_upserted("/", node("controller", 9, 2), now(t, 4));
+    tree.apply_listing(
+        vec![("/".into(), vec![node("controller", 11, 5)])],
+        now(t, 6),
+        true,
+    );
+    assert_eq!(tree.election("/controller").unwrap().changes(), 2);
+    // A persistent node of that name is no master.
+    tree.child_deleted("/", "controller", now(t, 7));
+    tree.child_upserted("/", node("controller", 0, 7), now(t, 7));
+    assert!(tree.election("/controller").unwrap().master().is_none());
+}
+
+#[test]
+fn epoch_regressions_and_records_are_read_from_siblings() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(ElectionSpec {
+        identity: IdentityMode::Hdfs,
+        style: Style::Node(NodeSpec {
+            name: "lock".into(),
+            epoch: Some("epoch".into()),
+            record: Some(("crumb".into(), IdentityMode::Data)),
+            standbys: None,
+        }),
+        min_candidates: None,
+    });
+    let data = |name: &str, text: &str, owner| ChildNode {
+        name: name.into(),
+        data: text.as_bytes().to_vec(),
+        ephemeral_owner: owner,
+        ctime_ms: 0,
+    };
+    tree.apply_listing(
+        vec![(
+            "/ns1".into(),
+            vec![data("epoch", "5", 0), data("crumb", "nn1", 0)],
+        )],
+        now(t, 0),
+        false,
+    );
+    let facts = tree.facts("/ns1/lock").unwrap();
+    assert_eq!(
+        (facts.epoch, facts.record.as_deref()),
+        (Some(5), Some("nn1"))
+    );
+    tree.child_upserted("/ns1", data("epoch", "6", 0), now(t, 1));
+    tree.child_upserted("/ns1", data("epoch", "4", 0), now(t, 2));
+    tree.child_upserted("/ns1", data("epoch", "7", 0), now(t, 3));
+    let facts = tree.facts("/ns1/lock").unwrap();
+    assert_eq!((facts.epoch, facts.epoch_regressions), (Some(7), 1));
+    tree.child_deleted("/ns1", "crumb", now(t, 4));
+    assert_eq!(tree.facts("/ns1/lock").unwrap().record, None);
+    assert_eq!(tree.parent_count(), 1, "siblings are facts, not elections");
+}
+
+proptest::proptest! {
+    /// Whatever the interleaving of creations (by any session) and
+    /// deletions of a node election's node, switches are exactly the
+    /// creations by another session than the last master's (or the same
+    /// session at another time), after the first master.
+    #[test]
+    fn node_switches_equal_owner_changes(
+        ops in proptest::collection::vec(proptest::option::of(1i64..4), 1..60),
+    ) {
+        let t = Instant::now();
+        let mut tree = controller();
+        tree.apply_listing(vec![("/".into(), vec![])], now(t, 0), false);
+        let (mut present, mut last, mut switches) = (false, None::<(i64, i64)>, 0u64);
+        for (i, op) in ops.into_iter().enumerate() {
+            let at = now(t, i as u64 + 1);
+            match op {
+                Some(owner) if !present => {
+                    let incarnation = (owner, i as i64);
+                    tree.child_upserted("/", node("controller", owner, i as i64), at);
+                    if last.is_some_and(|l| l != incarnation) {
+                        switches += 1;
+                    }
+                    last = Some(incarnation);
+                    present = true;
+                }
+                Some(_) => {} // ZooKeeper refuses a second create
+                None => {
+                    tree.child_deleted("/", "controller", at);
+                    present = false;
+                }
+            }
+            proptest::prop_assert_eq!(tree.election("/controller").unwrap().changes(), switches);
+        }
+    }
+}
+
+#[test]
+fn counts_and_ignored_children() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(IdentityMode::Data);
+    tree.apply_listing(
+        vec![
+            (
+                "/bots/b1".into(),
+                vec![
+                    child("i_0000000001", true),
+                    child("i_0000000002", true),
+                    child("config", false),
+                ],
+            ),
+            ("/bots/b2".into(), vec![]),
+        ],
+        now(t, 0),
+        false,
+    );
+    assert_eq!(tree.parent_count(), 2);
+    assert_eq!(tree.node_count(), 5);
+    assert_eq!(tree.ephemeral_count(), 2);
+    assert_eq!(tree.ignored_count(), 1);
+    tree.child_upserted("/bots/b2", child("i_0000000001", true), now(t, 3));
+    assert_eq!(tree.masterless_histogram().count(), 1);
+    assert_eq!(tree.masterless_histogram().sum(), 3.0);
+    tree.child_deleted("/bots/b1", "config", now(t, 4));
+    assert_eq!(tree.ignored_count(), 0);
+    tree.child_deleted("/bots/b2", "i_0000000001", now(t, 5));
+    tree.parent_deleted("/bots/b2");
+    assert_eq!(tree.parent_count(), 1);
+}
+
+#[test]
+fn resync_listing_counts_changes_and_drops_vanished_elections() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(IdentityMode::Node);
+    tree.apply_listing(
+        vec![
+            ("/bots/b1".into(), vec![child("i_0000000001", true)]),
+            ("/bots/gone".into(), vec![]),
+        ],
+        now(t, 0),
+        false,
+    );
+    tree.apply_listing(
+        vec![
+            ("/bots/b1".into(), vec![child("i_0000000002", true)]),
+            ("/bots/new".into(), vec![child("i_0000000005", true)]),
+        ],
+        now(t, 10),
+        true,
+    );
+    let b1 = tree.election("/bots/b1").unwrap();
+    assert_eq!((b1.changes(), b1.joins(), b1.leaves()), (1, 1, 1));
+    let new = tree.election("/bots/new").unwrap();
+    assert_eq!((new.changes(), new.joins()), (0, 1));
+    assert!(tree.election("/bots/gone").is_none());
+}
