@@ -64,16 +64,7 @@ impl SharedCluster {
         self.write().session.observe_request(op, took);
     }
 
-    pub fn session_id(&self) -> Option<i64> {
-        self.read().session.id
-    }
-
     // --- trees ---
-
-    /// Number of watched trees; tree `i` is the i-th added.
-    pub fn tree_count(&self) -> usize {
-        self.read().trees.len()
-    }
 
     /// Trees whose last listing failed or that went stale.
     pub fn unsynced_trees(&self) -> Vec<usize> {
@@ -83,8 +74,9 @@ impl SharedCluster {
             .collect()
     }
 
-    /// A full listing of tree `i` arrived; true when it had been failing.
-    /// Returns whether the guard dropped series nobody was told about yet.
+    /// A full listing of tree `i` arrived: applies it, and says whether the
+    /// tree had been failing and whether the guard dropped series nobody
+    /// was told about yet.
     pub fn tree_listed(
         &self,
         i: usize,
