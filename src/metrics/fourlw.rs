@@ -9,6 +9,21 @@ use super::encode::*;
 use super::ensemble::each_server;
 use super::{Scrape, names};
 use crate::fourlw::Failure;
+use crate::model::ClusterState;
+use crate::model::ensemble::Exchange;
+
+/// Calls `f` with the labels (with `command`) and the last exchange of
+/// every command of every polled server.
+fn each_exchange(
+    clusters: &[&ClusterState],
+    mut f: impl FnMut(&Labels, &Exchange) -> fmt::Result,
+) -> fmt::Result {
+    each_server(clusters, |l, h| {
+        h.last
+            .iter()
+            .try_for_each(|(command, e)| f(&l.with("command", command.name()), e))
+    })
+}
 
 pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
@@ -18,15 +33,8 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
         "1 if the command got a usable reply in the last collection.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
-                for (command, e) in &h.last {
-                    gauge(
-                        m,
-                        &l.with("command", command.name()),
-                        f64::from(u8::from(e.result.is_ok())),
-                    )?;
-                }
-                Ok(())
+            each_exchange(clusters, |l, e| {
+                gauge(m, l, f64::from(u8::from(e.result.is_ok())))
             })
         },
     )?;
@@ -35,18 +43,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
         names::FOURLW_DURATION_SECONDS,
         "Duration of the command's last exchange (connect, write, read), bounded by the timeout.",
         MetricType::Gauge,
-        |m| {
-            each_server(clusters, |l, h| {
-                for (command, e) in &h.last {
-                    gauge(
-                        m,
-                        &l.with("command", command.name()),
-                        e.duration.as_secs_f64(),
-                    )?;
-                }
-                Ok(())
-            })
-        },
+        |m| each_exchange(clusters, |l, e| gauge(m, l, e.duration.as_secs_f64())),
     )?;
     family(
         enc,
