@@ -529,3 +529,100 @@ async fn an_ephemeral_election_node_created_later_is_refused_too() {
     );
     drop(broker);
 }
+
+/// Solr's overseer: a sequential election (`overseer_elect/election`,
+/// candidates `<session>-<node>-n_<seq>`) whose winner writes
+/// `overseer_elect/leader` = `{"id": "<its candidate node name>"}` as an
+/// ephemeral node of its own session. `--system solr` follows both: the
+/// record agrees, disagrees when it names another node, is absent while
+/// the winner's record is gone, and agrees again once the next overseer
+/// writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solr_overseer_record_is_read_beside_its_sequential_election() {
+    let zk = shared_server();
+    let solr = format!("{}/solr", unique_path("solr"));
+    let election = format!("{solr}/overseer_elect/election");
+    let leader = format!("{solr}/overseer_elect/leader");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &election).await;
+    mkdir(&admin, &format!("{solr}/collections")).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    // Two Solr nodes stand; the first one's candidate is the lowest.
+    let mut nodes = Vec::new();
+    for host in ["10.0.0.1:8983_solr", "10.0.0.2:8983_solr"] {
+        let c = client(&zk.address()).await;
+        let prefix = format!("{}-{host}-n_", c.session_id().0);
+        let (_, seq) = c
+            .create(
+                &format!("{election}/{prefix}"),
+                b"",
+                &CreateMode::EphemeralSequential.with_acls(Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+        nodes.push((c, format!("{prefix}{seq}")));
+    }
+    let record = |id: &str| format!(r#"{{"id":"{id}"}}"#).into_bytes();
+    nodes[0]
+        .0
+        .create(&leader, &record(&nodes[0].1), &ephemeral)
+        .await
+        .unwrap();
+    let port = free_port();
+    let exporter = Exporter::spawn(
+        &args(&[
+            "--zk",
+            &zk.address(),
+            "--no-four-letter-words",
+            "--system",
+            &format!("solr:{solr}"),
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+        ]),
+        &[],
+        port,
+    );
+    let labels = [("cluster", "default"), ("election", election.as_str())];
+    let agrees = |m: &Metrics| m.get("zookeeper_election_record_agrees", &labels);
+    let m = exporter
+        .until("the overseer's record read", T, |m| agrees(m).is_some())
+        .await;
+    assert_eq!(agrees(&m), Some(1.0));
+    assert_eq!(
+        m.series("zookeeper_election_has_master", &[]).len(),
+        1,
+        "the leader record is no election"
+    );
+    // The record names another node than the lowest candidate.
+    admin
+        .set_data(&leader, &record("someone-else"), None)
+        .await
+        .unwrap();
+    exporter
+        .until("the record disagrees", T, |m| agrees(m) == Some(0.0))
+        .await;
+    // The overseer leaves: its candidate and its record go with its session.
+    let (first, _) = nodes.remove(0);
+    drop(first);
+    let m = exporter
+        .until("the record gone with its writer", T, |m| {
+            agrees(m).is_none()
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_election_has_master", &labels),
+        Some(1.0),
+        "the second node is master"
+    );
+    // The next overseer writes its record.
+    nodes[0]
+        .0
+        .create(&leader, &record(&nodes[0].1), &ephemeral)
+        .await
+        .unwrap();
+    exporter
+        .until("the new overseer's record agrees", T, |m| {
+            agrees(m) == Some(1.0)
+        })
+        .await;
+}

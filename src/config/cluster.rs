@@ -154,15 +154,34 @@ fn validate_elections(
     for (j, e) in raw.into_iter().enumerate() {
         let ekey = format!("{key}.elections[{j}]");
         let path_error = |m| ConfigError::new(format!("{ekey}.path"), m);
-        let (pattern, style) = match e.style.as_deref() {
-            None | Some("sequential") => (
-                TreePattern::parse(&e.path).map_err(path_error)?,
-                Style::Sequential,
-            ),
+        let (pattern, style, record) = match e.style.as_deref() {
+            None | Some("sequential") => {
+                let pattern = TreePattern::parse(&e.path).map_err(path_error)?;
+                // The record is a sibling of the one election node.
+                let record = match &e.record {
+                    Some(_) if !pattern.is_single() => {
+                        return Err(ConfigError::new(
+                            format!("{ekey}.record"),
+                            "a sequential election's record applies to a single election (no `*` in path)",
+                        ));
+                    }
+                    Some(r) => {
+                        let (parent, _) = TreePattern::split_node(&e.path).map_err(path_error)?;
+                        Some(record_sibling(&ekey, r, &parent, &e.path)?)
+                    }
+                    None => None,
+                };
+                (pattern, Style::Sequential, record)
+            }
             Some("node") => {
                 let (pattern, name) = TreePattern::split_node(&e.path).map_err(path_error)?;
+                let record = e
+                    .record
+                    .as_ref()
+                    .map(|r| record_sibling(&ekey, r, &pattern, &e.path))
+                    .transpose()?;
                 let style = node_style(&ekey, &e, &pattern, name)?;
-                (pattern, style)
+                (pattern, style, record)
             }
             Some(other) => {
                 return Err(ConfigError::new(
@@ -177,7 +196,6 @@ fn validate_elections(
             for (set, field) in [
                 (e.standbys.is_some(), "standbys"),
                 (e.epoch.is_some(), "epoch"),
-                (e.record.is_some(), "record"),
             ] {
                 if set {
                     return Err(ConfigError::new(
@@ -199,49 +217,60 @@ fn validate_elections(
             identity,
             style,
             min_candidates: e.min_candidates,
+            record,
         };
         elections.push(ElectionConfig { pattern, spec });
     }
     Ok(elections)
 }
 
+/// The name of `path`, which must be a sibling of the election node
+/// `election` (whose parents `parent` matches).
+fn sibling(
+    key: String,
+    path: &str,
+    parent: &TreePattern,
+    election: &str,
+) -> Result<String, ConfigError> {
+    let (its_parent, name) =
+        TreePattern::split_node(path).map_err(|m| ConfigError::new(&key, m))?;
+    if !its_parent.same_nodes(parent) {
+        return Err(ConfigError::new(
+            key,
+            format!("`{path}` must be a sibling of the election node `{election}`"),
+        ));
+    }
+    Ok(name)
+}
+
+/// An election's record: a sibling of the election node, read with its own
+/// identity mode.
+fn record_sibling(
+    ekey: &str,
+    r: &super::raw::RawRecord,
+    parent: &TreePattern,
+    election: &str,
+) -> Result<(String, IdentityMode), ConfigError> {
+    let mode = IdentityMode::parse(r.identity.as_deref().unwrap_or("data"))
+        .map_err(|m| ConfigError::new(format!("{ekey}.record.identity"), m))?;
+    let name = sibling(format!("{ekey}.record.path"), &r.path, parent, election)?;
+    Ok((name, mode))
+}
+
 /// The node style of election `e` (`pattern` holds its node `name`): its
-/// epoch and record must be siblings of the node, its standbys a single
-/// registry of a single election.
+/// epoch must be a sibling of the node, its standbys a single registry of a
+/// single election.
 fn node_style(
     ekey: &str,
     e: &RawElection,
     pattern: &TreePattern,
     name: String,
 ) -> Result<Style, ConfigError> {
-    let sibling = |field: &str, path: &str| -> Result<String, ConfigError> {
-        let key = format!("{ekey}.{field}");
-        let (parent, sibling) =
-            TreePattern::split_node(path).map_err(|m| ConfigError::new(&key, m))?;
-        if !parent.same_nodes(pattern) {
-            return Err(ConfigError::new(
-                key,
-                format!(
-                    "`{path}` must be a sibling of the election node `{}`",
-                    e.path
-                ),
-            ));
-        }
-        Ok(sibling)
-    };
     let epoch = e
         .epoch
         .as_deref()
-        .map(|p| sibling("epoch", p))
+        .map(|p| sibling(format!("{ekey}.epoch"), p, pattern, &e.path))
         .transpose()?;
-    let record = match &e.record {
-        None => None,
-        Some(r) => {
-            let mode = IdentityMode::parse(r.identity.as_deref().unwrap_or("data"))
-                .map_err(|m| ConfigError::new(format!("{ekey}.record.identity"), m))?;
-            Some((sibling("record.path", &r.path)?, mode))
-        }
-    };
     let standbys = match &e.standbys {
         None => None,
         Some(path) => {
@@ -259,7 +288,6 @@ fn node_style(
     Ok(Style::Node(NodeSpec {
         name,
         epoch,
-        record,
         standbys,
     }))
 }

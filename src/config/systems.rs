@@ -95,9 +95,17 @@ pub(super) fn expand(
                 }),
                 ..node(under(&root, "/*/ActiveStandbyElectorLock"), "hdfs")
             }),
-            // The overseer election, and every shard's leader election.
+            // The overseer election with the overseer's own record of who
+            // leads (`{"id": "<master node name>"}`), and every shard's
+            // leader election.
             _ => {
-                elections.push(sequential(under(&root, "/overseer_elect/election"), "node"));
+                elections.push(RawElection {
+                    record: Some(RawRecord {
+                        path: under(&root, "/overseer_elect/leader"),
+                        identity: Some("json:/id".into()),
+                    }),
+                    ..sequential(under(&root, "/overseer_elect/election"), "node")
+                });
                 elections.push(sequential(
                     under(&root, "/collections/*/leader_elect/*/election"),
                     "node",

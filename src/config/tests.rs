@@ -392,7 +392,11 @@ fn node_election_extras() {
     };
     assert_eq!(n.epoch.as_deref(), Some("controller_epoch"));
     assert_eq!(
-        n.record.as_ref().map(|(r, _)| r.as_str()),
+        cluster.elections[0]
+            .spec
+            .record
+            .as_ref()
+            .map(|(r, _)| r.as_str()),
         Some("leader_record")
     );
     assert_eq!(
@@ -412,6 +416,38 @@ fn node_election_extras() {
             "{base}[[clusters.elections]]\npath=\"/ha/*/lock\"\nstyle=\"node\"\nstandbys=\"/ha/standbys\""
         ))
         .starts_with("clusters[0].elections[0].standbys: applies to a single election")
+    );
+}
+
+#[test]
+fn a_sequential_election_takes_a_record_beside_its_node() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/overseer_elect/election\"\n\
+             record={{ path=\"/overseer_elect/leader\", identity=\"json:/id\" }}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let spec = &c.clusters[0].elections[0].spec;
+    assert!(spec.style.is_sequential());
+    assert_eq!(
+        spec.record.as_ref().map(|(r, _)| r.as_str()),
+        Some("leader")
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/overseer_elect/election\"\n\
+             record={{ path=\"/elsewhere/leader\" }}\n"
+        )),
+        "clusters[0].elections[0].record.path: `/elsewhere/leader` must be a sibling of the election node `/overseer_elect/election`"
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/bots/*\"\nrecord={{ path=\"/bots/leader\" }}\n"
+        ))
+        .starts_with("clusters[0].elections[0].record: a sequential election's record applies to a single election")
     );
 }
 
@@ -441,6 +477,16 @@ fn known_systems_expand_to_their_layouts() {
             "/overseer_elect/election",
             "/collections/*/leader_elect/*/election"
         ]
+    );
+    let records: Vec<Option<&str>> = cluster
+        .elections
+        .iter()
+        .map(|e| e.spec.record.as_ref().map(|(r, _)| r.as_str()))
+        .collect();
+    assert_eq!(
+        records,
+        [None, None, Some("ActiveBreadCrumb"), Some("leader"), None],
+        "the HDFS breadcrumb and the Solr overseer's leader record"
     );
     let groups: Vec<&str> = cluster.groups.iter().map(|g| g.pattern.as_str()).collect();
     assert_eq!(

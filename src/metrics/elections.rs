@@ -247,10 +247,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Gauge,
         |m| {
             each_election_seen(clusters, |l, seen| {
-                let record = seen
-                    .elections
-                    .facts(seen.path)
-                    .and_then(|f| f.record.as_deref());
+                let record = seen.elections.record(seen.path);
                 match (record, seen.election.master()) {
                     (Some(r), Some(master)) => {
                         let agrees = r == master.identity || r == master.node;

@@ -105,6 +105,12 @@ pub enum TreeChange {
         parent: String,
         name: String,
     },
+    /// The record beside a sequential election node was read (`None`: it
+    /// does not exist).
+    OuterRecord {
+        election: String,
+        data: Option<Vec<u8>>,
+    },
 }
 
 impl ClusterState {
@@ -218,6 +224,9 @@ impl ClusterState {
                 self.child_upserted(i, &parent, child, now)
             }
             TreeChange::ChildDeleted { parent, name } => self.child_deleted(i, &parent, &name, now),
+            TreeChange::OuterRecord { election, data } => {
+                self.trees[i].outer_record_read(&election, data.as_deref())
+            }
         }
     }
 

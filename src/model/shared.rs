@@ -120,6 +120,16 @@ impl SharedCluster {
             .is_some_and(|e| e.spec().style.is_sequential())
     }
 
+    /// Where tree `i`'s recursive watch goes (see [`Tree::watch_root`]).
+    pub fn watch_root(&self, i: usize) -> String {
+        self.read().trees[i].watch_root()
+    }
+
+    /// Tree `i`'s outer record: (record path, election path).
+    pub fn outer_record(&self, i: usize) -> Option<(String, String)> {
+        self.read().trees[i].outer_record()
+    }
+
     /// Whether tree `i` tracks `path` as an election or group.
     pub fn has_parent(&self, i: usize, path: &str) -> bool {
         self.read().trees[i].has_parent(path)

@@ -130,6 +130,47 @@ impl Tree {
         }
     }
 
+    /// A single sequential election's record, which lives beside the
+    /// election node and so outside what the tree lists: (record path,
+    /// election path).
+    pub fn outer_record(&self) -> Option<(String, String)> {
+        let spec = self.as_elections()?.spec();
+        let (name, _) = spec.record.as_ref()?;
+        if !spec.style.is_sequential() || !self.pattern.is_single() {
+            return None;
+        }
+        let election = self.pattern.as_str().to_owned();
+        let parent = match election.rfind('/') {
+            Some(0) | None => "/",
+            Some(cut) => &election[..cut],
+        };
+        let record = if parent == "/" {
+            format!("/{name}")
+        } else {
+            format!("{parent}/{name}")
+        };
+        Some((record, election))
+    }
+
+    /// Where the tree's recursive watch is placed: the glob's literal
+    /// prefix, or the election's parent when an outer record must be seen.
+    pub fn watch_root(&self) -> String {
+        match self.outer_record() {
+            Some((record, _)) => match record.rfind('/') {
+                Some(0) | None => "/".into(),
+                Some(cut) => record[..cut].to_owned(),
+            },
+            None => self.pattern.root(),
+        }
+    }
+
+    /// The record of sequential election `election` was read.
+    pub fn outer_record_read(&mut self, election: &str, data: Option<&[u8]>) {
+        if let TreeKind::Elections(e) = &mut self.kind {
+            e.outer_record_read(election, data);
+        }
+    }
+
     pub fn as_groups(&self) -> Option<&GroupTree> {
         match &self.kind {
             TreeKind::Groups(g) => Some(g),

@@ -57,6 +57,11 @@ pub struct ElectionSpec {
     /// covers every election, and absent (no alert) when not configured:
     /// exclusive designs keep only the master's node.
     pub min_candidates: Option<u32>,
+    /// A sibling of the election node where the application writes who it
+    /// believes is master (HDFS's `ActiveBreadCrumb` beside a node election,
+    /// Solr's `leader` beside its sequential `election`), read with its own
+    /// identity mode.
+    pub record: Option<(String, IdentityMode)>,
 }
 
 impl From<IdentityMode> for ElectionSpec {
@@ -65,6 +70,7 @@ impl From<IdentityMode> for ElectionSpec {
             identity,
             style: Style::Sequential,
             min_candidates: None,
+            record: None,
         }
     }
 }
@@ -83,7 +89,6 @@ impl Style {
         Style::Node(NodeSpec {
             name: name.into(),
             epoch: None,
-            record: None,
             standbys: None,
         })
     }
@@ -101,9 +106,6 @@ pub struct NodeSpec {
     /// A sibling holding the fencing epoch as an integer (Kafka's
     /// `controller_epoch`).
     pub epoch: Option<String>,
-    /// A sibling where the application writes who it believes is master
-    /// (HDFS's `ActiveBreadCrumb`), read with its own identity mode.
-    pub record: Option<(String, IdentityMode)>,
     /// A registry whose ephemeral children are the standbys (Kafka's
     /// `/brokers/ids`); watched as a group tree of its own.
     pub standbys: Option<String>,
@@ -125,6 +127,9 @@ pub struct Facts {
 pub struct ElectionTree {
     spec: ElectionSpec,
     elections: BTreeMap<String, Entry>,
+    /// A sequential election's record lives beside the election node,
+    /// outside what the tree lists: who it names, by election.
+    outer_records: BTreeMap<String, String>,
     masterless: Histogram,
 }
 
@@ -133,6 +138,7 @@ impl ElectionTree {
         Self {
             spec: spec.into(),
             elections: BTreeMap::new(),
+            outer_records: BTreeMap::new(),
             masterless: Histogram::new(PERIOD_BUCKETS),
         }
     }
@@ -200,8 +206,8 @@ impl ElectionTree {
 
     /// Reads a sibling the node style names (epoch, record) into `facts`;
     /// false when `name` is none of them. `None` data: the sibling is gone.
-    fn sibling(style: &Style, facts: &mut Facts, name: &str, data: Option<&[u8]>) -> bool {
-        let Style::Node(n) = style else {
+    fn sibling(spec: &ElectionSpec, facts: &mut Facts, name: &str, data: Option<&[u8]>) -> bool {
+        let Style::Node(n) = &spec.style else {
             return false;
         };
         if n.epoch.as_deref() == Some(name) {
@@ -214,7 +220,7 @@ impl ElectionTree {
             facts.epoch = epoch;
             return true;
         }
-        if let Some((record, mode)) = &n.record
+        if let Some((record, mode)) = &spec.record
             && record == name
         {
             facts.record = data.map(|d| mode.extract(name, d));
@@ -228,7 +234,34 @@ impl ElectionTree {
         self.elections.get(path).map(|e| &e.facts)
     }
 
-    fn record(&mut self, outcome: super::election::Outcome) {
+    /// Who the record of election `path` names, if it has one and it was read.
+    pub fn record(&self, path: &str) -> Option<&str> {
+        match self.spec.style {
+            Style::Sequential => self.outer_records.get(path),
+            Style::Node(_) => self.elections.get(path)?.facts.record.as_ref(),
+        }
+        .map(String::as_str)
+    }
+
+    /// The record of sequential election `election` was read (`None`: it
+    /// does not exist). Kept even while the election is unknown: the
+    /// record may be written before the election node is seen.
+    pub fn outer_record_read(&mut self, election: &str, data: Option<&[u8]>) {
+        let Some((name, mode)) = &self.spec.record else {
+            return;
+        };
+        match data {
+            Some(d) => {
+                let named = mode.extract(name, d);
+                self.outer_records.insert(election.to_owned(), named);
+            }
+            None => {
+                self.outer_records.remove(election);
+            }
+        }
+    }
+
+    fn outcome(&mut self, outcome: super::election::Outcome) {
         if let Some(lasted) = outcome.masterless_ended {
             self.masterless.observe(lasted.as_secs_f64());
         }
@@ -270,15 +303,19 @@ impl TreeContent for ElectionTree {
                 .unwrap_or_default();
             let mut siblings = BTreeSet::new();
             for c in &children {
-                if Self::sibling(&self.spec.style, &mut facts, &c.name, Some(&c.data)) {
+                if Self::sibling(&self.spec, &mut facts, &c.name, Some(&c.data)) {
                     siblings.insert(c.name.clone());
                 }
             }
             // A sibling the listing no longer has is gone.
             if let Style::Node(n) = &self.spec.style {
-                for name in n.epoch.iter().chain(n.record.iter().map(|(r, _)| r)) {
+                for name in n
+                    .epoch
+                    .iter()
+                    .chain(self.spec.record.iter().map(|(r, _)| r))
+                {
                     if !siblings.contains(name) {
-                        Self::sibling(&self.spec.style, &mut facts, name, None);
+                        Self::sibling(&self.spec, &mut facts, name, None);
                     }
                 }
             }
@@ -289,7 +326,7 @@ impl TreeContent for ElectionTree {
                     entry.others = others;
                     entry.facts = facts;
                     let outcome = entry.election.resync(candidates, now);
-                    self.record(outcome);
+                    self.outcome(outcome);
                 }
                 None => {
                     let election = if resync {
@@ -337,12 +374,7 @@ impl TreeContent for ElectionTree {
         if !self.concerns(&child.name) {
             let key = self.key(parent);
             if let Some(entry) = self.elections.get_mut(&key) {
-                Self::sibling(
-                    &self.spec.style,
-                    &mut entry.facts,
-                    &child.name,
-                    Some(&child.data),
-                );
+                Self::sibling(&self.spec, &mut entry.facts, &child.name, Some(&child.data));
             }
             return;
         }
@@ -357,7 +389,7 @@ impl TreeContent for ElectionTree {
         match candidate {
             Some(c) => {
                 let outcome = entry.election.join(c, now);
-                self.record(outcome);
+                self.outcome(outcome);
             }
             None if child.ephemeral_owner != 0 => {
                 entry.others.ephemeral.insert(child.name);
@@ -373,7 +405,7 @@ impl TreeContent for ElectionTree {
         if !self.concerns(name) {
             let key = self.key(parent);
             if let Some(entry) = self.elections.get_mut(&key) {
-                Self::sibling(&self.spec.style, &mut entry.facts, name, None);
+                Self::sibling(&self.spec, &mut entry.facts, name, None);
             }
             return;
         }
@@ -385,7 +417,7 @@ impl TreeContent for ElectionTree {
         entry.others.remove(name);
         if let Some(seq) = sequence {
             let outcome = entry.election.leave(name, seq, now);
-            self.record(outcome);
+            self.outcome(outcome);
         }
     }
 

@@ -32,10 +32,10 @@ fn controller() -> ElectionTree {
         style: Style::Node(NodeSpec {
             name: "controller".into(),
             epoch: Some("controller_epoch".into()),
-            record: None,
             standbys: None,
         }),
         min_candidates: None,
+        record: None,
     })
 }
 
@@ -99,10 +99,10 @@ fn epoch_regressions_and_records_are_read_from_siblings() {
         style: Style::Node(NodeSpec {
             name: "lock".into(),
             epoch: Some("epoch".into()),
-            record: Some(("crumb".into(), IdentityMode::Data)),
             standbys: None,
         }),
         min_candidates: None,
+        record: Some(("crumb".into(), IdentityMode::Data)),
     });
     let data = |name: &str, text: &str, owner| ChildNode {
         name: name.into(),
@@ -130,7 +130,48 @@ fn epoch_regressions_and_records_are_read_from_siblings() {
     assert_eq!((facts.epoch, facts.epoch_regressions), (Some(7), 1));
     tree.child_deleted("/ns1", "crumb", now(t, 4));
     assert_eq!(tree.facts("/ns1/lock").unwrap().record, None);
+    assert_eq!(tree.record("/ns1/lock"), None);
     assert_eq!(tree.parent_count(), 1, "siblings are facts, not elections");
+}
+
+#[test]
+fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(ElectionSpec {
+        record: Some(("leader".into(), IdentityMode::parse("json:/id").unwrap())),
+        ..ElectionSpec::from(IdentityMode::Node)
+    });
+    let election = "/overseer_elect/election";
+    // Read before the election is listed: kept, not an election.
+    tree.outer_record_read(
+        election,
+        Some(br#"{"id":"72-host:8983_solr-n_0000000001"}"#),
+    );
+    assert_eq!(tree.parent_count(), 0);
+    tree.apply_listing(
+        vec![(
+            election.into(),
+            vec![node("72-host:8983_solr-n_0000000001", 72, 1)],
+        )],
+        now(t, 0),
+        false,
+    );
+    assert_eq!(
+        tree.record(election),
+        Some("72-host:8983_solr-n_0000000001")
+    );
+    // A record that is no JSON names nothing it could agree with.
+    tree.outer_record_read(election, Some(b"garbage"));
+    assert_ne!(
+        tree.record(election),
+        Some("72-host:8983_solr-n_0000000001")
+    );
+    tree.outer_record_read(election, None);
+    assert_eq!(tree.record(election), None);
+    // Other sequential trees without a record ignore it.
+    let mut plain = ElectionTree::new(IdentityMode::Node);
+    plain.outer_record_read(election, Some(b"x"));
+    assert_eq!(plain.record(election), None);
 }
 
 proptest::proptest! {

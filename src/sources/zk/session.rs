@@ -19,14 +19,15 @@ use super::connect::{Backoff, connect, describe_connect_error, describe_sync_err
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
-    Applied, MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_tree, start_watch,
+    Applied, MAX_EVENTS_PER_BATCH, Route, TreeEvent, TreeWatch, apply_events, list_tree,
+    read_outer_record, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
-use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
 use crate::model::tree::{ChildNode, TreePattern};
+use crate::model::{SharedCluster, TreeChange};
 use crate::sources::discovery;
 
 /// How often `/zookeeper/config` is re-read for ensemble members.
@@ -311,11 +312,17 @@ impl<'a> Session<'a> {
         trees.dedup();
         let result = match self.mode {
             Mode::Persistent => {
-                let patterns = self.patterns();
-                let sequential: Vec<bool> = (0..patterns.len())
-                    .map(|i| self.state.is_sequential_election_tree(i))
+                let routes: Vec<Route> = self
+                    .patterns()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, pattern)| Route {
+                        pattern,
+                        sequential: self.state.is_sequential_election_tree(i),
+                        outer_record: self.state.outer_record(i),
+                    })
                     .collect();
-                apply_events(&self.client, &patterns, &sequential, current, &self.state).await
+                apply_events(&self.client, &routes, current, &self.state).await
             }
             Mode::Oneshot => self
                 .apply_oneshot(current)
@@ -457,15 +464,19 @@ impl<'a> Session<'a> {
             result = self.list(i, &pattern).await;
         }
         let result = match result {
-            Ok(listing) => match self.ephemeral_election_node(i, &listing).await {
+            Ok((listing, record)) => match self.ephemeral_election_node(i, &listing).await {
                 Some(node) => Err(Misfit(ephemeral_election_node(&node))),
-                None => Ok(listing),
+                None => Ok((listing, record)),
             },
             Err(e) => Err(Misfit(describe_sync_error(self.cfg, &pattern, &e))),
         };
         match result {
-            Ok(listing) => {
-                let listed = self.state.tree_listed(i, listing, Now::current());
+            Ok((listing, record)) => {
+                let now = Now::current();
+                let listed = self.state.tree_listed(i, listing, now);
+                if let Some(record) = record {
+                    self.state.trees_changed(vec![(i, record)], now);
+                }
                 if listed.recovered {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
@@ -517,19 +528,24 @@ impl<'a> Session<'a> {
         &mut self,
         i: usize,
         pattern: &TreePattern,
-    ) -> Result<Vec<(String, Vec<ChildNode>)>, zookeeper_client::Error> {
+    ) -> Result<(Vec<(String, Vec<ChildNode>)>, Option<TreeChange>), zookeeper_client::Error> {
         match self.mode {
             Mode::Persistent => {
                 let watch = start_watch(
                     &self.client,
                     i,
-                    &pattern.root(),
+                    &self.state.watch_root(i),
                     self.generation,
                     self.tx.clone(),
                 )
                 .await?;
                 self.watched[i].watch = Some(watch);
-                list_tree(&self.client, pattern, &self.state).await
+                let listing = list_tree(&self.client, pattern, &self.state).await?;
+                let record = match self.state.outer_record(i) {
+                    Some(r) => Some(read_outer_record(&self.client, r, &self.state).await?),
+                    None => None,
+                };
+                Ok((listing, record))
             }
             Mode::Oneshot => {
                 let sink = Sink {
@@ -540,7 +556,17 @@ impl<'a> Session<'a> {
                 let (listing, levels) =
                     oneshot::list_tree(&self.client, pattern, &sink, &self.state).await?;
                 self.watched[i].levels = levels;
-                Ok(listing)
+                // A record read once and never again would soon disagree
+                // with a master that moved: with one-shot watches it is not
+                // read at all, so its series stays absent.
+                if let Some((record, _)) = self.state.outer_record(i) {
+                    warn!(
+                        cluster = %self.cfg.name,
+                        tree = %pattern.as_str(),
+                        "the election record {record} is only followed with persistent watches (ZooKeeper >= 3.6); zookeeper_election_record_agrees stays absent"
+                    );
+                }
+                Ok((listing, None))
             }
         }
     }

@@ -154,6 +154,41 @@ pub async fn list_tree(
         .collect())
 }
 
+/// How one tree's events are told apart.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub pattern: TreePattern,
+    /// Sequential election trees: a created election node is read, to
+    /// check it is persistent.
+    pub sequential: bool,
+    /// (record path, election path) of a sequential election's record.
+    pub outer_record: Option<(String, String)>,
+}
+
+impl Route {
+    /// The election whose outer record is at `path`.
+    fn election_of_record(&self, path: &str) -> Option<&str> {
+        self.outer_record
+            .as_ref()
+            .filter(|(record, _)| record == path)
+            .map(|(_, election)| election.as_str())
+    }
+}
+
+/// Reads the outer record of a sequential election: the change to apply
+/// after the tree's listing.
+pub async fn read_outer_record(
+    client: &Client,
+    (record, election): (String, String),
+    state: &SharedCluster,
+) -> Result<TreeChange, zookeeper_client::Error> {
+    let read = read_children(client, std::slice::from_ref(&record), state).await?;
+    Ok(TreeChange::OuterRecord {
+        election,
+        data: read.into_iter().next().flatten().map(|n| n.data),
+    })
+}
+
 /// What applying a batch of events showed.
 #[derive(Debug, Default)]
 pub struct Applied {
@@ -171,8 +206,7 @@ pub struct Applied {
 /// order under one lock.
 pub async fn apply_events(
     client: &Client,
-    patterns: &[TreePattern],
-    sequential: &[bool],
+    routes: &[Route],
     events: Vec<TreeEvent>,
     state: &SharedCluster,
 ) -> Result<Applied, zookeeper_client::Error> {
@@ -180,9 +214,13 @@ pub async fn apply_events(
     let mut index: HashMap<&str, usize> = HashMap::new();
     for e in &events {
         let path = e.event.path.as_str();
-        let read = match (patterns[e.tree].classify(path), e.event.event_type) {
+        let route = &routes[e.tree];
+        let read = match (route.pattern.classify(path), e.event.event_type) {
             (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
-            (PathKind::Parent, EventType::NodeCreated) => sequential[e.tree],
+            (PathKind::Parent, EventType::NodeCreated) => route.sequential,
+            (PathKind::Other, EventType::NodeCreated | EventType::NodeDataChanged) => {
+                route.election_of_record(path).is_some()
+            }
             _ => false,
         };
         if read && !index.contains_key(path) {
@@ -195,7 +233,29 @@ pub async fn apply_events(
     let mut applied = Applied::default();
     for e in &events {
         let path = e.event.path.as_str();
-        let change = match (patterns[e.tree].classify(path), e.event.event_type) {
+        let route = &routes[e.tree];
+        if let Some(election) = route.election_of_record(path) {
+            let data = match e.event.event_type {
+                EventType::NodeDeleted => None,
+                EventType::NodeCreated | EventType::NodeDataChanged => {
+                    // Gone again before the read: as good as deleted.
+                    index
+                        .get(path)
+                        .and_then(|i| read[*i].as_ref())
+                        .map(|n| n.data.clone())
+                }
+                _ => continue,
+            };
+            changes.push((
+                e.tree,
+                TreeChange::OuterRecord {
+                    election: election.to_owned(),
+                    data,
+                },
+            ));
+            continue;
+        }
+        let change = match (route.pattern.classify(path), e.event.event_type) {
             (PathKind::Parent, EventType::NodeCreated) => {
                 let node = index.get(path).and_then(|i| read[*i].as_ref());
                 if node.is_some_and(|n| n.ephemeral_owner != 0) {
