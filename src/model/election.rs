@@ -13,7 +13,6 @@
 //!
 //! Time is passed in ([`Now`]); nothing here reads a clock or does I/O.
 
-use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime};
 
 /// The moment an event is applied: monotonic for durations, wall clock for
@@ -46,11 +45,48 @@ pub struct Candidate {
     pub ctime: SystemTime,
 }
 
+/// One candidate as held: compact, because the seeds' user watches one
+/// election per bot account (hundreds of thousands, each with a few
+/// candidates). The identity is usually the node name or a short string;
+/// it is stored only where it differs from the name.
 #[derive(Debug, Clone)]
 struct Slot {
-    identity: String,
+    sequence: i32,
+    name: Box<str>,
+    /// `None`: the identity is the node name.
+    identity: Option<Box<str>>,
     owner: i64,
-    ctime: SystemTime,
+    /// Creation time in milliseconds since the epoch, as ZooKeeper keeps it.
+    ctime_ms: i64,
+}
+
+impl Slot {
+    fn of(c: Candidate) -> Self {
+        let identity = (c.identity != c.name).then(|| c.identity.into_boxed_str());
+        let ctime_ms = c
+            .ctime
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Self {
+            sequence: c.sequence,
+            name: c.name.into_boxed_str(),
+            identity,
+            owner: c.owner,
+            ctime_ms,
+        }
+    }
+
+    fn identity(&self) -> &str {
+        self.identity.as_deref().unwrap_or(&self.name)
+    }
+
+    fn ctime(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(self.ctime_ms).unwrap_or(0))
+    }
+
+    fn key(&self) -> (i32, &str) {
+        (self.sequence, &self.name)
+    }
 }
 
 /// The current master of an election.
@@ -66,13 +102,19 @@ pub struct MasterView<'a> {
     pub since: SystemTime,
 }
 
+/// Switches remembered per election to tell flapping: the last
+/// [`FLAP_SWITCHES`] moments, kept only once an election has switched.
+pub const FLAP_SWITCHES: usize = 4;
+
 /// State of one election. Build it with [`Election::new`] and feed it joins,
 /// leaves, data updates or full snapshots.
 #[derive(Debug, Clone)]
 pub struct Election {
     /// Ordered by (sequence, name): the first entry is the master. Ties only
-    /// happen after the 32-bit counter wrapped; the name breaks them.
-    candidates: BTreeMap<(i32, String), Slot>,
+    /// happen after the 32-bit counter wrapped; the name breaks them. A
+    /// sorted vector: elections have a few candidates, and a vector costs
+    /// one allocation where a map costs a node of eleven.
+    candidates: Vec<Slot>,
     /// The last master seen, kept through masterless gaps so the next
     /// master counts as a switch.
     last_master: Option<Incarnation>,
@@ -82,27 +124,42 @@ pub struct Election {
     leaves: u64,
     masterless_since: Option<Instant>,
     masterless_total: Duration,
-    identity_counts: HashMap<String, u32>,
-    duplicates: usize,
+    duplicates: u32,
+    /// The latest switches, newest last (flapping).
+    recent_switches: Option<Box<[Instant; FLAP_SWITCHES]>>,
 }
 
 /// One master node as created: the same name re-created by another session
-/// (or at another time) is another master.
+/// (or at another time) is another master. The name is kept as a hash: it
+/// is only ever compared, and a copy would double the master's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Incarnation {
-    name: String,
+    name_hash: u64,
     owner: i64,
-    ctime: SystemTime,
+    ctime_ms: i64,
 }
 
 impl Incarnation {
-    fn of(name: &str, slot: &Slot) -> Self {
+    fn of(slot: &Slot) -> Self {
         Self {
-            name: name.to_owned(),
+            name_hash: name_hash(&slot.name),
             owner: slot.owner,
-            ctime: slot.ctime,
+            ctime_ms: slot.ctime_ms,
         }
     }
+
+    fn is(&self, slot: &Slot) -> bool {
+        self.owner == slot.owner
+            && self.ctime_ms == slot.ctime_ms
+            && self.name_hash == name_hash(&slot.name)
+    }
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 /// What a change did that the caller must record outside the election.
@@ -119,7 +176,7 @@ impl Election {
     /// joins and no switch; the master's `since` is its node's ctime.
     pub fn new(candidates: impl IntoIterator<Item = Candidate>, now: Now) -> Self {
         let mut election = Self {
-            candidates: BTreeMap::new(),
+            candidates: Vec::new(),
             last_master: None,
             master_since: None,
             changes: 0,
@@ -127,15 +184,17 @@ impl Election {
             leaves: 0,
             masterless_since: None,
             masterless_total: Duration::ZERO,
-            identity_counts: HashMap::new(),
             duplicates: 0,
+            recent_switches: None,
         };
         for candidate in candidates {
             election.insert(candidate);
         }
-        if let Some(((_, name), slot)) = election.candidates.first_key_value() {
-            election.last_master = Some(Incarnation::of(name, slot));
-            election.master_since = Some(slot.ctime);
+        election.candidates.shrink_to_fit();
+        election.count_duplicates();
+        if let Some(slot) = election.candidates.first() {
+            election.last_master = Some(Incarnation::of(slot));
+            election.master_since = Some(slot.ctime());
         } else {
             election.masterless_since = Some(now.mono);
         }
@@ -148,13 +207,16 @@ impl Election {
         if self.insert(candidate) {
             self.joins += 1;
         }
+        self.count_duplicates();
         self.settle(now)
     }
 
     /// A candidate's node disappeared. Unknown names are ignored.
     pub fn leave(&mut self, name: &str, sequence: i32, now: Now) -> Outcome {
-        if self.remove(&(sequence, name.to_owned())) {
+        if let Ok(i) = self.find((sequence, name)) {
+            self.candidates.remove(i);
             self.leaves += 1;
+            self.count_duplicates();
         }
         self.settle(now)
     }
@@ -163,92 +225,85 @@ impl Election {
     /// what changed during the outage: each join and leave once, and a switch
     /// once if the master differs from the last one seen.
     pub fn resync(&mut self, candidates: impl IntoIterator<Item = Candidate>, now: Now) -> Outcome {
-        let mut fresh: BTreeMap<(i32, String), Candidate> = candidates
-            .into_iter()
-            .map(|c| ((c.sequence, c.name.clone()), c))
-            .collect();
-        let gone: Vec<(i32, String)> = self
-            .candidates
-            .keys()
-            .filter(|k| !fresh.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in gone {
-            self.remove(&key);
-            self.leaves += 1;
-        }
-        for (_, candidate) in std::mem::take(&mut fresh) {
-            if self.insert(candidate) {
-                self.joins += 1;
-            }
-        }
+        let mut fresh: Vec<Slot> = candidates.into_iter().map(Slot::of).collect();
+        fresh.sort_by(|a, b| a.key().cmp(&b.key()));
+        fresh.dedup_by(|a, b| a.key() == b.key());
+        let known =
+            |slots: &[Slot], s: &Slot| slots.binary_search_by(|x| x.key().cmp(&s.key())).is_ok();
+        let left = self.candidates.iter().filter(|s| !known(&fresh, s)).count();
+        let joined = fresh.iter().filter(|s| !known(&self.candidates, s)).count();
+        self.leaves += left as u64;
+        self.joins += joined as u64;
+        fresh.shrink_to_fit();
+        self.candidates = fresh;
+        self.count_duplicates();
         self.settle(now)
+    }
+
+    fn find(&self, key: (i32, &str)) -> Result<usize, usize> {
+        self.candidates.binary_search_by(|s| s.key().cmp(&key))
     }
 
     /// Inserts or refreshes; returns whether the node is new.
     fn insert(&mut self, c: Candidate) -> bool {
-        let key = (c.sequence, c.name);
-        let slot = Slot {
-            identity: c.identity,
-            owner: c.owner,
-            ctime: c.ctime,
-        };
-        self.count_identity(&slot.identity, true);
-        match self.candidates.insert(key, slot) {
-            Some(old) => {
-                self.count_identity(&old.identity, false);
+        let slot = Slot::of(c);
+        match self.find(slot.key()) {
+            Ok(i) => {
+                self.candidates[i] = slot;
                 false
             }
-            None => true,
-        }
-    }
-
-    fn remove(&mut self, key: &(i32, String)) -> bool {
-        match self.candidates.remove(key) {
-            Some(old) => {
-                self.count_identity(&old.identity, false);
+            Err(i) => {
+                self.candidates.insert(i, slot);
                 true
             }
-            None => false,
         }
     }
 
-    /// Keeps `duplicates` (candidates sharing their identity with another)
-    /// current in O(1) per change.
-    fn count_identity(&mut self, identity: &str, add: bool) {
-        if add {
-            let n = self.identity_counts.entry(identity.to_owned()).or_insert(0);
-            *n += 1;
-            self.duplicates += match *n {
-                2 => 2,
-                n if n > 2 => 1,
-                _ => 0,
-            };
-        } else if let Some(n) = self.identity_counts.get_mut(identity) {
-            self.duplicates -= match *n {
-                2 => 2,
-                n if n > 2 => 1,
-                _ => 0,
-            };
-            *n -= 1;
-            if *n == 0 {
-                self.identity_counts.remove(identity);
+    /// Recounts the candidates sharing their identity with another: without
+    /// a map per election (a few candidates compare pairwise; large
+    /// elections sort their identities).
+    fn count_duplicates(&mut self) {
+        let n = self.candidates.len();
+        let duplicates = if n <= 16 {
+            (0..n)
+                .filter(|&i| {
+                    let id = self.candidates[i].identity();
+                    (0..n).any(|j| j != i && self.candidates[j].identity() == id)
+                })
+                .count()
+        } else {
+            let mut ids: Vec<&str> = self.candidates.iter().map(Slot::identity).collect();
+            ids.sort_unstable();
+            let mut count = 0;
+            let mut i = 0;
+            while i < ids.len() {
+                let run = ids[i..].iter().take_while(|x| **x == ids[i]).count();
+                if run > 1 {
+                    count += run;
+                }
+                i += run;
             }
-        }
+            count
+        };
+        self.duplicates = u32::try_from(duplicates).unwrap_or(u32::MAX);
     }
 
     /// Derives master change and masterless time from the candidate set.
     fn settle(&mut self, now: Now) -> Outcome {
         let mut outcome = Outcome::default();
-        match self.candidates.first_key_value() {
-            Some(((_, name), slot)) => {
-                let master = Incarnation::of(name, slot);
-                if self.last_master.as_ref() != Some(&master) {
+        match self.candidates.first() {
+            Some(slot) => {
+                if !self.last_master.as_ref().is_some_and(|m| m.is(slot)) {
                     if self.last_master.is_some() {
                         self.changes += 1;
                         outcome.switched = true;
+                        let ring = self
+                            .recent_switches
+                            .get_or_insert_with(|| Box::new([now.mono; FLAP_SWITCHES]));
+                        ring.rotate_left(1);
+                        ring[FLAP_SWITCHES - 1] = now.mono;
                     }
-                    self.last_master = Some(master);
+                    self.last_master = Some(Incarnation::of(slot));
                     self.master_since = Some(now.wall);
                 }
                 if let Some(start) = self.masterless_since.take() {
@@ -267,13 +322,13 @@ impl Election {
 
     /// The current master, if any.
     pub fn master(&self) -> Option<MasterView<'_>> {
-        let ((sequence, node), slot) = self.candidates.first_key_value()?;
+        let slot = self.candidates.first()?;
         Some(MasterView {
-            node,
-            sequence: *sequence,
-            identity: &slot.identity,
+            node: &slot.name,
+            sequence: slot.sequence,
+            identity: slot.identity(),
             owner: slot.owner,
-            since: self.master_since.unwrap_or(slot.ctime),
+            since: self.master_since.unwrap_or_else(|| slot.ctime()),
         })
     }
 
@@ -282,12 +337,30 @@ impl Election {
     }
 
     pub fn ephemeral_count(&self) -> usize {
-        self.candidates.values().filter(|s| s.owner != 0).count()
+        self.candidates.iter().filter(|s| s.owner != 0).count()
     }
 
     /// Master switches since the agent started watching.
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// Switches seen within `window` before `now`, up to [`FLAP_SWITCHES`]:
+    /// enough to tell flapping without a history per election.
+    pub fn switches_within(&self, window: Duration, now: Instant) -> usize {
+        let Some(ring) = &self.recent_switches else {
+            return 0;
+        };
+        let recorded = usize::try_from(self.changes.min(FLAP_SWITCHES as u64)).unwrap_or(0);
+        ring[FLAP_SWITCHES - recorded..]
+            .iter()
+            .filter(|t| now.saturating_duration_since(**t) <= window)
+            .count()
+    }
+
+    /// When the current masterless period began, if one is running.
+    pub fn masterless_since(&self) -> Option<Instant> {
+        self.masterless_since
     }
 
     pub fn joins(&self) -> u64 {
@@ -300,7 +373,7 @@ impl Election {
 
     /// Candidates whose identity another candidate also has.
     pub fn duplicate_identities(&self) -> usize {
-        self.duplicates
+        self.duplicates as usize
     }
 
     /// Accumulated time without a master, including a period still running.
@@ -313,17 +386,14 @@ impl Election {
 
     /// Owner sessions of the ephemeral candidates.
     pub fn owners(&self) -> impl Iterator<Item = i64> + '_ {
-        self.candidates
-            .values()
-            .map(|s| s.owner)
-            .filter(|o| *o != 0)
+        self.candidates.iter().map(|s| s.owner).filter(|o| *o != 0)
     }
 
     /// Candidates in master order (lowest sequence first).
     pub fn candidates(&self) -> impl Iterator<Item = (i32, &str, &str)> {
         self.candidates
             .iter()
-            .map(|((seq, name), slot)| (*seq, name.as_str(), slot.identity.as_str()))
+            .map(|s| (s.sequence, &*s.name, s.identity()))
     }
 }
 
@@ -331,6 +401,7 @@ impl Election {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn at(base: Instant, secs: u64) -> Now {
         Now {

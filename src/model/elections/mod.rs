@@ -39,11 +39,34 @@ impl Others {
     }
 }
 
+/// One election as held. Boxed in the tree's map and with its rarely
+/// used parts boxed again, so a plain election costs what it holds (the
+/// seeds' user watches hundreds of thousands).
 #[derive(Debug, Clone)]
 struct Entry {
     election: Election,
-    others: Others,
-    facts: Facts,
+    /// Children without a sequence suffix; `None` while there are none.
+    others: Option<Box<Others>>,
+    /// What the node style's siblings say; `None` until one was read.
+    facts: Option<Box<Facts>>,
+}
+
+impl Entry {
+    fn new(election: Election, others: Others, facts: Facts) -> Box<Self> {
+        Box::new(Self {
+            election,
+            others: (others.len() > 0).then(|| Box::new(others)),
+            facts: (facts != Facts::default()).then(|| Box::new(facts)),
+        })
+    }
+
+    fn others_mut(&mut self) -> &mut Others {
+        self.others.get_or_insert_with(Box::default)
+    }
+
+    fn others_len(&self) -> usize {
+        self.others.as_ref().map_or(0, |o| o.len())
+    }
 }
 
 /// How an election tree is read and exported.
@@ -112,7 +135,7 @@ pub struct NodeSpec {
 }
 
 /// What a node election's siblings say.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
     /// The fencing epoch as last read.
     pub epoch: Option<i64>,
@@ -126,7 +149,7 @@ pub struct Facts {
 #[derive(Debug, Clone)]
 pub struct ElectionTree {
     spec: ElectionSpec,
-    elections: BTreeMap<String, Entry>,
+    elections: BTreeMap<Box<str>, Box<Entry>>,
     /// A sequential election's record lives beside the election node,
     /// outside what the tree lists: who it names, by election.
     outer_records: BTreeMap<String, String>,
@@ -231,14 +254,21 @@ impl ElectionTree {
 
     /// What the siblings of election `path` say.
     pub fn facts(&self, path: &str) -> Option<&Facts> {
-        self.elections.get(path).map(|e| &e.facts)
+        static NONE: Facts = Facts {
+            epoch: None,
+            epoch_regressions: 0,
+            record: None,
+        };
+        self.elections
+            .get(path)
+            .map(|e| e.facts.as_deref().unwrap_or(&NONE))
     }
 
     /// Who the record of election `path` names, if it has one and it was read.
     pub fn record(&self, path: &str) -> Option<&str> {
         match self.spec.style {
             Style::Sequential => self.outer_records.get(path),
-            Style::Node(_) => self.elections.get(path)?.facts.record.as_ref(),
+            Style::Node(_) => self.elections.get(path)?.facts.as_ref()?.record.as_ref(),
         }
         .map(String::as_str)
     }
@@ -269,9 +299,7 @@ impl ElectionTree {
 
     /// Elections by path, in path order.
     pub fn elections(&self) -> impl Iterator<Item = (&str, &Election)> {
-        self.elections
-            .iter()
-            .map(|(p, e)| (p.as_str(), &e.election))
+        self.elections.iter().map(|(p, e)| (&**p, &e.election))
     }
 
     pub fn election(&self, path: &str) -> Option<&Election> {
@@ -296,11 +324,7 @@ impl TreeContent for ElectionTree {
         let mut seen = BTreeSet::new();
         for (parent, children) in listing {
             let path = self.key(&parent);
-            let mut facts = self
-                .elections
-                .get(&path)
-                .map(|e| e.facts.clone())
-                .unwrap_or_default();
+            let mut facts = self.facts(&path).cloned().unwrap_or_default();
             let mut siblings = BTreeSet::new();
             for c in &children {
                 if Self::sibling(&self.spec, &mut facts, &c.name, Some(&c.data)) {
@@ -320,12 +344,12 @@ impl TreeContent for ElectionTree {
                 }
             }
             let (candidates, others) = self.split(children);
-            seen.insert(path.clone());
-            match self.elections.get_mut(&path) {
+            match self.elections.get_mut(path.as_str()) {
                 Some(entry) => {
-                    entry.others = others;
-                    entry.facts = facts;
-                    let outcome = entry.election.resync(candidates, now);
+                    let election = std::mem::replace(&mut entry.election, Election::new([], now));
+                    let mut fresh = Entry::new(election, others, facts);
+                    let outcome = fresh.election.resync(candidates, now);
+                    *entry = fresh;
                     self.outcome(outcome);
                 }
                 None => {
@@ -339,51 +363,50 @@ impl TreeContent for ElectionTree {
                         Election::new(candidates, now)
                     };
                     self.elections.insert(
-                        path,
-                        Entry {
-                            election,
-                            others,
-                            facts,
-                        },
+                        path.clone().into_boxed_str(),
+                        Entry::new(election, others, facts),
                     );
                 }
             }
+            seen.insert(path);
         }
-        self.elections.retain(|path, _| seen.contains(path));
+        self.elections.retain(|path, _| seen.contains(&**path));
     }
 
     /// A node matching the glob was created (or found). No-op if known.
     fn parent_created(&mut self, parent: &str, now: Now) {
         let path = self.key(parent);
-        self.elections.entry(path).or_insert_with(|| Entry {
-            election: Election::new([], now),
-            others: Others::default(),
-            facts: Facts::default(),
-        });
+        self.elections
+            .entry(path.into_boxed_str())
+            .or_insert_with(|| {
+                Entry::new(Election::new([], now), Others::default(), Facts::default())
+            });
     }
 
     /// An election node was deleted; its state and any running masterless
     /// period are dropped with it.
     fn parent_deleted(&mut self, parent: &str) {
         let path = self.key(parent);
-        self.elections.remove(&path);
+        self.elections.remove(path.as_str());
     }
 
     /// A child of an election was created or its data changed.
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
         if !self.concerns(&child.name) {
             let key = self.key(parent);
-            if let Some(entry) = self.elections.get_mut(&key) {
-                Self::sibling(&self.spec, &mut entry.facts, &child.name, Some(&child.data));
+            if let Some(entry) = self.elections.get_mut(key.as_str()) {
+                let mut facts = entry.facts.take().map(|f| *f).unwrap_or_default();
+                Self::sibling(&self.spec, &mut facts, &child.name, Some(&child.data));
+                entry.facts = (facts != Facts::default()).then(|| Box::new(facts));
             }
             return;
         }
         let election = self.key(parent);
-        if !self.elections.contains_key(&election) {
+        if !self.elections.contains_key(election.as_str()) {
             self.parent_created(parent, now);
         }
         let candidate = self.candidate(&child);
-        let Some(entry) = self.elections.get_mut(&election) else {
+        let Some(entry) = self.elections.get_mut(election.as_str()) else {
             return;
         };
         match candidate {
@@ -392,10 +415,10 @@ impl TreeContent for ElectionTree {
                 self.outcome(outcome);
             }
             None if child.ephemeral_owner != 0 => {
-                entry.others.ephemeral.insert(child.name);
+                entry.others_mut().ephemeral.insert(child.name);
             }
             None => {
-                entry.others.persistent.insert(child.name);
+                entry.others_mut().persistent.insert(child.name);
             }
         }
     }
@@ -404,17 +427,24 @@ impl TreeContent for ElectionTree {
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
         if !self.concerns(name) {
             let key = self.key(parent);
-            if let Some(entry) = self.elections.get_mut(&key) {
-                Self::sibling(&self.spec, &mut entry.facts, name, None);
+            if let Some(entry) = self.elections.get_mut(key.as_str()) {
+                let mut facts = entry.facts.take().map(|f| *f).unwrap_or_default();
+                Self::sibling(&self.spec, &mut facts, name, None);
+                entry.facts = (facts != Facts::default()).then(|| Box::new(facts));
             }
             return;
         }
         let election = self.key(parent);
         let sequence = self.sequence(name, true);
-        let Some(entry) = self.elections.get_mut(&election) else {
+        let Some(entry) = self.elections.get_mut(election.as_str()) else {
             return;
         };
-        entry.others.remove(name);
+        if let Some(others) = &mut entry.others {
+            others.remove(name);
+            if others.len() == 0 {
+                entry.others = None;
+            }
+        }
         if let Some(seq) = sequence {
             let outcome = entry.election.leave(name, seq, now);
             self.outcome(outcome);
@@ -424,20 +454,25 @@ impl TreeContent for ElectionTree {
     /// Names of all children of an election (candidates and ignored ones).
     fn child_names(&self, parent: &str) -> BTreeSet<String> {
         self.elections
-            .get(&self.key(parent))
+            .get(self.key(parent).as_str())
             .map(|e| {
+                let others = e.others.as_deref();
                 e.election
                     .candidates()
                     .map(|(_, name, _)| name.to_owned())
-                    .chain(e.others.ephemeral.iter().cloned())
-                    .chain(e.others.persistent.iter().cloned())
+                    .chain(others.into_iter().flat_map(|o| o.ephemeral.iter().cloned()))
+                    .chain(
+                        others
+                            .into_iter()
+                            .flat_map(|o| o.persistent.iter().cloned()),
+                    )
                     .collect()
             })
             .unwrap_or_default()
     }
 
     fn has_parent(&self, parent: &str) -> bool {
-        self.elections.contains_key(&self.key(parent))
+        self.elections.contains_key(self.key(parent).as_str())
     }
 
     fn parent_count(&self) -> usize {
@@ -448,7 +483,7 @@ impl TreeContent for ElectionTree {
     fn node_count(&self) -> usize {
         self.elections
             .values()
-            .map(|e| 1 + e.election.candidate_count() + e.others.len())
+            .map(|e| 1 + e.election.candidate_count() + e.others_len())
             .sum()
     }
 
@@ -464,13 +499,15 @@ impl TreeContent for ElectionTree {
     fn ephemeral_count(&self) -> usize {
         self.elections
             .values()
-            .map(|e| e.election.ephemeral_count() + e.others.ephemeral.len())
+            .map(|e| {
+                e.election.ephemeral_count() + e.others.as_ref().map_or(0, |o| o.ephemeral.len())
+            })
             .sum()
     }
 
     /// Children that are not candidates because they have no sequence suffix.
     fn ignored_count(&self) -> usize {
-        self.elections.values().map(|e| e.others.len()).sum()
+        self.elections.values().map(|e| e.others_len()).sum()
     }
 }
 
