@@ -390,7 +390,7 @@ async fn a_walk_cut_short_by_max_nodes_says_so_and_the_agent_stays_healthy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cardinality_guard_caps_exported_elections() {
+async fn the_memory_guard_caps_watched_elections() {
     let zk = shared_server();
     let base = unique_path("guard");
     let c = client(&zk.address()).await;
@@ -399,7 +399,7 @@ async fn the_cardinality_guard_caps_exported_elections() {
         mkdir(&c, &e).await;
         candidate(&c, &e, "n_", b"x").await;
     }
-    let extra = format!("max_elections = 3\n[[clusters.elections]]\npath = \"{base}/*\"");
+    let extra = format!("max_tracked_elections = 3\n[[clusters.elections]]\npath = \"{base}/*\"");
     let exporter = Exporter::start(&config(&zk.address(), &extra));
     let m = exporter
         .until("guard applied", T, |m| {
@@ -426,7 +426,7 @@ async fn the_cardinality_guard_caps_exported_elections() {
         })
         .await;
     assert_eq!(
-        exporter.log().matches("cardinality guard").count(),
+        exporter.log().matches("memory guards").count(),
         1,
         "warned once"
     );

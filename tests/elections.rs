@@ -50,7 +50,7 @@ async fn candidates_join_and_the_master_is_exported() {
     );
     let tree = [("cluster", "test"), ("tree", &*format!("{base}/*"))];
     assert_eq!(m.get("zookeeper_tree_synced", &tree), Some(1.0));
-    assert_eq!(m.get("zookeeper_tree_elections", &tree), Some(2.0));
+    assert_eq!(m.sum("zookeeper_tree_elections", &tree), Some(2.0));
 
     let b = candidate(&c, &e1, "instance_", b"device-b").await;
     candidate(&c, &e1, "instance_", b"device-b").await;
@@ -214,7 +214,7 @@ async fn elections_appear_and_disappear_with_their_nodes() {
         ("tree", &*format!("{base}/*/members/*")),
     ];
     until(&exporter, "synced empty tree", |m| {
-        m.get("zookeeper_tree_elections", &tree) == Some(0.0)
+        m.sum("zookeeper_tree_elections", &tree) == Some(0.0)
     })
     .await;
     let election = format!("{base}/team/members/alpha");
@@ -227,7 +227,7 @@ async fn elections_appear_and_disappear_with_their_nodes() {
     c.delete(&format!("{election}/{node}"), None).await.unwrap();
     c.delete(&election, None).await.unwrap();
     let m = until(&exporter, "election gone", |m| {
-        m.get("zookeeper_tree_elections", &tree) == Some(0.0)
+        m.sum("zookeeper_tree_elections", &tree) == Some(0.0)
     })
     .await;
     assert!(
@@ -419,7 +419,7 @@ async fn oneshot_watch_mode_follows_joins_switches_and_new_elections() {
     })
     .await;
     let tree = [("cluster", "test"), ("tree", &*glob)];
-    assert_eq!(m.get("zookeeper_tree_elections", &tree), Some(2.0));
+    assert_eq!(m.sum("zookeeper_tree_elections", &tree), Some(2.0));
     let joins = m.get(
         "zookeeper_election_candidate_changes_total",
         &[("election", &*e2), ("change", "join")],
@@ -429,7 +429,7 @@ async fn oneshot_watch_mode_follows_joins_switches_and_new_elections() {
     admin.delete(&format!("{e2}/{n2}"), None).await.unwrap();
     admin.delete(&e2, None).await.unwrap();
     until(&exporter, "election removed", |m| {
-        m.get("zookeeper_tree_elections", &tree) == Some(1.0)
+        m.sum("zookeeper_tree_elections", &tree) == Some(1.0)
     })
     .await;
     // The re-armed watch still works after all that.

@@ -13,6 +13,7 @@ use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
 
 pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigError> {
+    let limits = validate_limits(key, &c)?;
     let name = c.name.unwrap_or_else(|| "default".to_owned());
     if name.trim().is_empty() {
         return Err(ConfigError::new(format!("{key}.name"), "must not be empty"));
@@ -82,11 +83,7 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         groups,
         locks,
         four_letter_words,
-        limits: Limits {
-            max_elections: c.max_elections.unwrap_or(Limits::default().max_elections),
-            max_groups: c.max_groups.unwrap_or(Limits::default().max_groups),
-            max_locks: c.max_locks.unwrap_or(Limits::default().max_locks),
-        },
+        limits,
         discovery,
         diagnostics,
         canary: validate_canary(&format!("{key}.probe"), c.probe)?,
@@ -106,6 +103,36 @@ fn validate_chroot(key: &str, chroot: Option<&str>) -> Result<Option<String>, Co
         }
         Some(p) => Ok(Some(p.to_owned())),
     }
+}
+
+/// The export cap, the memory guard and the attention window.
+fn validate_limits(key: &str, c: &RawCluster) -> Result<Limits, ConfigError> {
+    let default = Limits::default();
+    let max_tracked_elections = c
+        .max_tracked_elections
+        .unwrap_or(default.max_tracked_elections);
+    if max_tracked_elections == 0 {
+        return Err(ConfigError::new(
+            format!("{key}.max_tracked_elections"),
+            "must be at least 1 (it bounds memory: about 0.6 KiB per election with three candidates)",
+        ));
+    }
+    Ok(Limits {
+        max_elections: c.max_elections.unwrap_or(default.max_elections),
+        max_tracked_elections,
+        attention_window: bounded_duration(
+            &format!("{key}.attention_window"),
+            c.attention_window.as_deref(),
+            default.attention_window,
+            &Bounds {
+                min: Duration::ZERO,
+                max: Duration::from_secs(24 * 3600),
+                says: "must be between 0s and 24h",
+            },
+        )?,
+        max_groups: c.max_groups.unwrap_or(default.max_groups),
+        max_locks: c.max_locks.unwrap_or(default.max_locks),
+    })
 }
 
 fn validate_watch_mode(key: &str, mode: Option<&str>) -> Result<WatchMode, ConfigError> {

@@ -43,6 +43,8 @@ pub(super) struct RawCluster {
     pub(super) systems: Vec<RawSystem>,
     pub(super) four_letter_words: Option<RawFourLetterWords>,
     pub(super) max_elections: Option<usize>,
+    pub(super) max_tracked_elections: Option<usize>,
+    pub(super) attention_window: Option<String>,
     pub(super) max_groups: Option<usize>,
     pub(super) max_locks: Option<usize>,
     pub(super) discovery: Option<RawDiscovery>,

@@ -9,84 +9,71 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
+#[cfg(doc)]
+use crate::model::attention::Survey;
 use crate::model::election::Election;
 use crate::model::elections::{ElectionTree, NodeSpec, Style};
 use crate::model::tree::{Tree, TreeSource};
 
-/// Calls `f` with the labels and model of every election of every cluster.
+/// Calls `f` with the labels and model of every exported election of every
+/// cluster (all of them up to the cap; see [`Survey`]).
 pub(super) fn each_election(
-    clusters: &[&ClusterState],
+    s: &Scrape,
     mut f: impl FnMut(&Labels, &Election) -> fmt::Result,
 ) -> fmt::Result {
-    each_election_seen(clusters, |l, seen| f(l, seen.election))
+    each_election_seen(s, |l, seen| f(l, seen.election))
 }
 
 /// One election with where it lives, for families that need more than
 /// the election itself.
-struct Seen<'a> {
-    cluster: &'a ClusterState,
-    tree: &'a Tree,
-    elections: &'a ElectionTree,
-    path: &'a str,
-    election: &'a Election,
+pub(super) struct Seen<'a> {
+    pub cluster: &'a ClusterState,
+    pub elections: &'a ElectionTree,
+    pub tree: &'a Tree,
+    pub path: &'a str,
+    pub election: &'a Election,
 }
 
 /// [`each_election`], with the election's cluster and tree.
-fn each_election_seen(
-    clusters: &[&ClusterState],
+pub(super) fn each_election_seen(
+    s: &Scrape,
     mut f: impl FnMut(&Labels, &Seen) -> fmt::Result,
 ) -> fmt::Result {
-    for c in clusters {
-        for tree in &c.trees {
+    for (c, survey) in s.clusters.iter().zip(&s.surveys) {
+        for (i, path, election) in &survey.exported {
+            let tree = &c.trees[*i];
             let Some(elections) = tree.as_elections() else {
                 continue;
             };
-            for (path, election) in elections.elections() {
-                let seen = Seen {
-                    cluster: c,
-                    tree,
-                    elections,
-                    path,
-                    election,
-                };
-                f(
-                    &Labels::new("cluster", c.name.as_str()).with("election", path),
-                    &seen,
-                )?;
-            }
+            let seen = Seen {
+                cluster: c,
+                tree,
+                elections,
+                path,
+                election,
+            };
+            f(
+                &Labels::new("cluster", c.name.as_str()).with("election", path),
+                &seen,
+            )?;
         }
     }
     Ok(())
 }
 
-/// Master plus distinct standbys of a node election with a standby
-/// registry (the registry may list the master too, as Kafka's
-/// `brokers/ids` does); `None` without one.
-fn node_candidates(seen: &Seen, spec: &NodeSpec) -> Option<usize> {
-    let registry = seen.cluster.group(spec.standbys.as_deref()?)?;
-    let master = seen.election.master().map(|m| m.identity);
-    let standbys = registry
-        .member_names()
-        .filter(|name| Some(*name) != master)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    Some(usize::from(master.is_some()) + standbys)
-}
-
 pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
-    let (clusters, now) = (s.clusters, s.now);
+    let now = s.now;
     family(
         enc,
         names::ELECTION_CANDIDATES,
         "Candidates (children with a sequence suffix) of the election; absent for node-style elections, whose standbys keep no node.",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| match &seen.elections.spec().style {
-                Style::Sequential => gauge(m, l, seen.election.candidate_count() as f64),
-                Style::Node(spec) => match node_candidates(seen, spec) {
+            each_election_seen(s, |l, seen| {
+                match seen.cluster.candidates_of(seen.elections, seen.election) {
                     Some(n) => gauge(m, l, n as f64),
                     None => Ok(()),
-                },
+                }
             })
         },
     )?;
@@ -96,7 +83,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the election has a master (at least one candidate), else 0.",
         MetricType::Gauge,
         |m| {
-            each_election(clusters, |l, e| {
+            each_election(s, |l, e| {
                 gauge(m, l, f64::from(u8::from(e.master().is_some())))
             })
         },
@@ -107,7 +94,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "The current master of the election: its node and identity; always 1, absent when masterless.",
         MetricType::Gauge,
         |m| {
-            each_election(clusters, |l, e| match e.master() {
+            each_election(s, |l, e| match e.master() {
                 Some(master) => gauge(
                     m,
                     &l.with("node", master.node)
@@ -124,7 +111,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Sequence number of the master's node (sequential elections only).",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| {
+            each_election_seen(s, |l, seen| {
                 match (&seen.elections.spec().style, seen.election.master()) {
                     (Style::Sequential, Some(master)) => gauge(m, l, f64::from(master.sequence)),
                     _ => Ok(()),
@@ -138,7 +125,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Unix time the current master took over (its node's ctime when first seen at agent start).",
         MetricType::Gauge,
         |m| {
-            each_election(clusters, |l, e| match e.master() {
+            each_election(s, |l, e| match e.master() {
                 Some(master) => gauge(m, l, unix_seconds(master.since)),
                 None => Ok(()),
             })
@@ -149,7 +136,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         names::ELECTION_MASTER_CHANGES,
         "Master switches (a different node became master) since the agent started watching.",
         MetricType::Counter,
-        |m| each_election(clusters, |l, e| counter(m, l, e.changes())),
+        |m| each_election(s, |l, e| counter(m, l, e.changes())),
     )?;
     family(
         enc,
@@ -157,7 +144,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Accumulated seconds the election had no candidate; 1 - rate() is its availability.",
         MetricType::Counter,
         |m| {
-            each_election(clusters, |l, e| {
+            each_election(s, |l, e| {
                 counter(m, l, e.masterless_total(now).as_secs_f64())
             })
         },
@@ -168,7 +155,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Candidates that joined or left the election since the agent started watching.",
         MetricType::Counter,
         |m| {
-            each_election(clusters, |l, e| {
+            each_election(s, |l, e| {
                 counter(m, &l.with("change", "join"), e.joins())?;
                 counter(m, &l.with("change", "leave"), e.leaves())
             })
@@ -179,11 +166,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         names::ELECTION_DUPLICATE_IDENTITIES,
         "Candidates whose identity another candidate of the same election also has (a zombie session).",
         MetricType::Gauge,
-        |m| {
-            each_election(clusters, |l, e| {
-                gauge(m, l, e.duplicate_identities() as f64)
-            })
-        },
+        |m| each_election(s, |l, e| gauge(m, l, e.duplicate_identities() as f64)),
     )?;
     family(
         enc,
@@ -191,11 +174,9 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Configured fewest candidates (master plus standbys) of the election; only where min_candidates is set.",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| {
-                match seen.elections.spec().min_candidates {
-                    Some(min) => gauge(m, l, f64::from(min)),
-                    None => Ok(()),
-                }
+            each_election_seen(s, |l, seen| match seen.elections.spec().min_candidates {
+                Some(min) => gauge(m, l, f64::from(min)),
+                None => Ok(()),
             })
         },
     )?;
@@ -205,7 +186,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 for an election found by discovery rather than configured (absent otherwise): its alerts are at most warnings.",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| match seen.tree.source() {
+            each_election_seen(s, |l, seen| match seen.tree.source() {
                 TreeSource::Discovered => gauge(m, l, 1.0),
                 TreeSource::Configured | TreeSource::Recognised => Ok(()),
             })
@@ -217,7 +198,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Fencing epoch of a node election, from its configured epoch node.",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| {
+            each_election_seen(s, |l, seen| {
                 match seen.elections.facts(seen.path).and_then(|f| f.epoch) {
                     Some(epoch) => gauge(m, l, epoch as f64),
                     None => Ok(()),
@@ -231,7 +212,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Times the fencing epoch was seen to go backwards: a master fenced by an older epoch (only with epoch configured).",
         MetricType::Counter,
         |m| {
-            each_election_seen(clusters, |l, seen| match &seen.elections.spec().style {
+            each_election_seen(s, |l, seen| match &seen.elections.spec().style {
                 Style::Node(NodeSpec { epoch: Some(_), .. }) => {
                     let facts = seen.elections.facts(seen.path);
                     counter(m, l, facts.map_or(0, |f| f.epoch_regressions))
@@ -246,7 +227,7 @@ pub(super) fn encode_elections(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the record node names the current master (its identity or node name), 0 if it names another; absent while masterless or without a record.",
         MetricType::Gauge,
         |m| {
-            each_election_seen(clusters, |l, seen| {
+            each_election_seen(s, |l, seen| {
                 let record = seen.elections.record(seen.path);
                 match (record, seen.election.master()) {
                     (Some(r), Some(master)) => {

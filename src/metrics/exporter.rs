@@ -13,7 +13,7 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
     family(
         enc,
         names::EXPORTER_SERIES_DROPPED,
-        "Elections or groups neither tracked nor exported because max_elections / max_groups was reached (counted at each listing and creation).",
+        "Elections, groups or locks not watched at all because max_tracked_elections (the memory guard) / max_groups / max_locks was reached (counted at each listing and creation).",
         MetricType::Counter,
         |m| {
             for c in s.clusters {
@@ -25,6 +25,19 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
                         n,
                     )?;
                 }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        names::EXPORTER_ELECTIONS_EXPORTED,
+        "Elections with per-election series now: all watched ones up to max_elections, past it those needing attention first (zookeeper_tree_elections counts every one).",
+        MetricType::Gauge,
+        |m| {
+            for (c, survey) in s.clusters.iter().zip(&s.surveys) {
+                let l = Labels::new("cluster", c.name.as_str());
+                gauge(m, &l, survey.exported.len() as f64)?;
             }
             Ok(())
         },

@@ -7,38 +7,34 @@ use prometheus_client::metrics::MetricType;
 
 use super::encode::*;
 use super::{Scrape, names};
-use crate::model::ClusterState;
 use crate::model::ghost::{Liveness, SessionTracker};
-use crate::model::tree::Tree;
 use std::time::SystemTime;
 
-/// Calls `f` for the master of every election whose owner session the
-/// diagnostics track.
+/// Calls `f` for the master of every exported election whose owner
+/// session the diagnostics track.
 pub(super) fn each_tracked_master(
-    clusters: &[&ClusterState],
+    s: &Scrape,
     mut f: impl FnMut(&Labels, Liveness, &SessionTracker, i64) -> fmt::Result,
 ) -> fmt::Result {
-    for c in clusters {
+    for (c, survey) in s.clusters.iter().zip(&s.surveys) {
         let Some(tracker) = c.ghost.as_ref().filter(|t| t.polled()) else {
             continue;
         };
-        for tree in c.trees.iter().filter_map(Tree::as_elections) {
-            for (path, e) in tree.elections() {
-                let Some(master) = e.master().filter(|m| m.owner != 0) else {
-                    continue;
-                };
-                // Unknown sessions get no series: no value without evidence.
-                if let Some(liveness) = tracker
-                    .liveness(master.owner)
-                    .filter(|l| !matches!(l, Liveness::Unknown(_)))
-                {
-                    f(
-                        &Labels::new("cluster", c.name.as_str()).with("election", path),
-                        liveness,
-                        tracker,
-                        master.owner,
-                    )?;
-                }
+        for (_, path, e) in &survey.exported {
+            let Some(master) = e.master().filter(|m| m.owner != 0) else {
+                continue;
+            };
+            // Unknown sessions get no series: no value without evidence.
+            if let Some(liveness) = tracker
+                .liveness(master.owner)
+                .filter(|l| !matches!(l, Liveness::Unknown(_)))
+            {
+                f(
+                    &Labels::new("cluster", c.name.as_str()).with("election", path),
+                    liveness,
+                    tracker,
+                    master.owner,
+                )?;
             }
         }
     }
@@ -55,7 +51,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         "1 if the master's session holds a connection and talks; 0 for a ghost master (a complete cons round found no connection, or two rounds over 2/3 of its timeout apart saw no packet) whose node lives until the session expires; absent while unknown.",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(clusters, |l, live, _, _| {
+            each_tracked_master(s, |l, live, _, _| {
                 gauge(m, l, f64::from(u8::from(live.is_connected())))
             })
         },
@@ -66,7 +62,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         "How long the master's session has been disconnected or silent so far; only for ghost masters.",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(clusters, |l, live, _, _| match live.since() {
+            each_tracked_master(s, |l, live, _, _| match live.since() {
                 Some(s) => gauge(m, l, now.saturating_duration_since(s).as_secs_f64()),
                 None => Ok(()),
             })
@@ -78,7 +74,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         "Seconds until ZooKeeper expires a ghost master's session (from dump on the leader; only for ghost masters, absent where dump is not allowed or prints local times).",
         MetricType::Gauge,
         |m| {
-            each_tracked_master(clusters, |l, live, tracker, owner| {
+            each_tracked_master(s, |l, live, tracker, owner| {
                 match tracker
                     .expires_in(owner, wall)
                     .filter(|_| !live.is_connected())

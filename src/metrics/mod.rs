@@ -29,6 +29,7 @@ use prometheus_client::collector::Collector as PromCollector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
+use crate::model::attention::Survey;
 use crate::model::{ClusterState, SharedCluster};
 use mntr_section::encode_mntr_section;
 
@@ -106,10 +107,22 @@ impl Exposition {
 }
 
 /// What every encoder reads: each cluster's models (under its read lock
-/// for the whole scrape) and the scrape's instant.
+/// for the whole scrape), the scrape's instant, and each cluster's survey
+/// of its elections (which get per-election series; the tree aggregates).
 pub(crate) struct Scrape<'a> {
     pub clusters: &'a [&'a ClusterState],
     pub now: Instant,
+    pub surveys: Vec<Survey<'a>>,
+}
+
+impl<'a> Scrape<'a> {
+    pub fn new(clusters: &'a [&'a ClusterState], now: Instant) -> Self {
+        Self {
+            clusters,
+            now,
+            surveys: clusters.iter().map(|c| c.survey(now)).collect(),
+        }
+    }
 }
 
 /// One model's families.
@@ -138,10 +151,7 @@ impl PromCollector for Collector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
-        let scrape = Scrape {
-            clusters: &clusters,
-            now: Instant::now(),
-        };
+        let scrape = Scrape::new(&clusters, Instant::now());
         ENCODERS
             .iter()
             .try_for_each(|encode| encode(&mut encoder, &scrape))

@@ -59,6 +59,7 @@ pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
 
 // exporter.rs
 pub const EXPORTER_SERIES_DROPPED: &str = "zookeeper_exporter_series_dropped";
+pub const EXPORTER_ELECTIONS_EXPORTED: &str = "zookeeper_exporter_elections_exported";
 pub const EXPORTER_BUILD_INFO: &str = "zookeeper_exporter_build_info";
 
 // fourlw.rs
@@ -93,6 +94,7 @@ pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_du
 // trees.rs
 pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
 pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";
+pub const TREE_MASTER_CHANGES: &str = "zookeeper_tree_master_changes";
 pub const TREE_GROUPS: &str = "zookeeper_tree_groups";
 pub const TREE_LOCKS: &str = "zookeeper_tree_locks";
 pub const TREE_INFO: &str = "zookeeper_tree_info";
@@ -160,6 +162,7 @@ pub const ALL: &[&str] = &[
     ENSEMBLE_LEADERS,
     ENSEMBLE_ZXID_SPREAD,
     EXPORTER_SERIES_DROPPED,
+    EXPORTER_ELECTIONS_EXPORTED,
     EXPORTER_BUILD_INFO,
     FOURLW_UP,
     FOURLW_DURATION_SECONDS,
@@ -183,6 +186,7 @@ pub const ALL: &[&str] = &[
     SESSION_REQUEST_DURATION_SECONDS,
     TREE_SYNCED,
     TREE_ELECTIONS,
+    TREE_MASTER_CHANGES,
     TREE_GROUPS,
     TREE_LOCKS,
     TREE_INFO,

@@ -8,6 +8,7 @@ use prometheus_client::metrics::MetricType;
 use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
+use crate::model::attention::State;
 use crate::model::content::TreeContent;
 use crate::model::elections::Style;
 use crate::model::tree::Tree;
@@ -31,16 +32,11 @@ pub(super) fn each_tree(
 pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     type Count = fn(&Tree) -> Option<f64>;
-    let gauges: [(&str, &str, Count); 7] = [
+    let gauges: [(&str, &str, Count); 6] = [
         (
             names::TREE_SYNCED,
             "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
             |t| Some(f64::from(u8::from(t.synced()))),
-        ),
-        (
-            names::TREE_ELECTIONS,
-            "Elections (nodes matching the glob) in an election tree.",
-            |t| t.as_elections().map(|e| e.parent_count() as f64),
         ),
         (
             names::TREE_GROUPS,
@@ -73,6 +69,43 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
         })?;
     }
+    family(
+        enc,
+        names::TREE_ELECTIONS,
+        "Elections (nodes matching the glob) of an election tree by state, each in the most urgent that applies (masterless, ghost, duplicate, flapping, no_standby, else ok); they add up to the tree's elections, every one watched whether it has series of its own or not.",
+        MetricType::Gauge,
+        |m| {
+            for (c, survey) in clusters.iter().zip(&s.surveys) {
+                for (tree, counts) in c.trees.iter().zip(&survey.counts) {
+                    if tree.as_elections().is_none() {
+                        continue;
+                    }
+                    let l = Labels::new("cluster", c.name.as_str())
+                        .with("tree", tree.pattern().as_str());
+                    for state in State::ALL {
+                        gauge(
+                            m,
+                            &l.with("state", state.label()),
+                            counts[state.index()] as f64,
+                        )?;
+                    }
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        names::TREE_MASTER_CHANGES,
+        "Master switches of all the tree's elections since the agent started watching (elections deleted since included).",
+        MetricType::Counter,
+        |m| {
+            each_tree(clusters, |l, t| match t.as_elections() {
+                Some(e) => counter(m, l, e.switches()),
+                None => Ok(()),
+            })
+        },
+    )?;
     family(
         enc,
         names::TREE_INFO,

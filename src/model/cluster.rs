@@ -70,12 +70,21 @@ pub struct DiscoveryStatus {
     pub last_run: Option<std::time::SystemTime>,
 }
 
-/// Most elections, groups and locks one cluster exports; past them new ones
-/// are neither tracked nor exported, so a huge tree cannot exhaust the
-/// agent's memory or Prometheus.
+/// Bounds of one cluster. Every election is watched up to a memory guard
+/// sized for millions; per-election series are exported for at most
+/// `max_elections` of them, those needing attention first (see
+/// [`attention`](super::attention)). Groups and locks past their bounds are
+/// neither tracked nor exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Most elections with per-election series.
     pub max_elections: usize,
+    /// Most elections watched: the memory guard (about 0.6 KiB each with
+    /// three candidates).
+    pub max_tracked_elections: usize,
+    /// How long an election that left a non-ok state keeps its series
+    /// ahead of calm ones past the cap.
+    pub attention_window: Duration,
     pub max_groups: usize,
     pub max_locks: usize,
 }
@@ -84,6 +93,8 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_elections: 10_000,
+            max_tracked_elections: 2_000_000,
+            attention_window: Duration::from_secs(15 * 60),
             max_groups: 10_000,
             max_locks: 10_000,
         }
@@ -138,7 +149,7 @@ impl ClusterState {
     fn room(&self, i: usize) -> usize {
         let kind = self.trees[i].content_kind();
         let limit = match kind {
-            ContentKind::Election => self.limits.max_elections,
+            ContentKind::Election => self.limits.max_tracked_elections,
             ContentKind::Group => self.limits.max_groups,
             ContentKind::Lock => self.limits.max_locks,
         };
@@ -376,9 +387,11 @@ mod tests {
         ];
         let mut c = ClusterState::new("c".into(), trees, false);
         c.limits = Limits {
-            max_elections: 5,
+            max_elections: 1,
+            max_tracked_elections: 5,
             max_groups: 1,
             max_locks: 1,
+            ..Limits::default()
         };
         c.apply_listing(0, listing(3), now());
         c.apply_listing(

@@ -102,9 +102,12 @@ pub struct MasterView<'a> {
     pub since: SystemTime,
 }
 
-/// Switches remembered per election to tell flapping: the last
-/// [`FLAP_SWITCHES`] moments, kept only once an election has switched.
+/// An election *flaps* when it switched at least [`FLAP_SWITCHES`] times
+/// within [`FLAP_WINDOW`] (the `ZooKeeperElectionMasterFlapping` rule:
+/// more than 3 in 10 minutes). The last that many switch moments are kept,
+/// once an election has switched at all.
 pub const FLAP_SWITCHES: usize = 4;
+pub const FLAP_WINDOW: Duration = Duration::from_secs(600);
 
 /// State of one election. Build it with [`Election::new`] and feed it joins,
 /// leaves, data updates or full snapshots.
@@ -127,6 +130,10 @@ pub struct Election {
     duplicates: u32,
     /// The latest switches, newest last (flapping).
     recent_switches: Option<Box<[Instant; FLAP_SWITCHES]>>,
+    /// The last moment it was seen in a state that needs attention
+    /// (masterless, duplicate identities, flapping, or what the caller
+    /// notices), including the moment such a state ended.
+    noticed: Option<Instant>,
 }
 
 /// One master node as created: the same name re-created by another session
@@ -186,6 +193,7 @@ impl Election {
             masterless_total: Duration::ZERO,
             duplicates: 0,
             recent_switches: None,
+            noticed: None,
         };
         for candidate in candidates {
             election.insert(candidate);
@@ -207,7 +215,7 @@ impl Election {
         if self.insert(candidate) {
             self.joins += 1;
         }
-        self.count_duplicates();
+        self.recount(now);
         self.settle(now)
     }
 
@@ -216,7 +224,7 @@ impl Election {
         if let Ok(i) = self.find((sequence, name)) {
             self.candidates.remove(i);
             self.leaves += 1;
-            self.count_duplicates();
+            self.recount(now);
         }
         self.settle(now)
     }
@@ -236,7 +244,7 @@ impl Election {
         self.joins += joined as u64;
         fresh.shrink_to_fit();
         self.candidates = fresh;
-        self.count_duplicates();
+        self.recount(now);
         self.settle(now)
     }
 
@@ -256,6 +264,16 @@ impl Election {
                 self.candidates.insert(i, slot);
                 true
             }
+        }
+    }
+
+    /// Recounts duplicates after a change; while there are any, and when
+    /// the last one goes, the election is noticed.
+    fn recount(&mut self, now: Now) {
+        let had = self.duplicates > 0;
+        self.count_duplicates();
+        if had || self.duplicates > 0 {
+            self.noticed = Some(now.mono);
         }
     }
 
@@ -302,6 +320,9 @@ impl Election {
                             .get_or_insert_with(|| Box::new([now.mono; FLAP_SWITCHES]));
                         ring.rotate_left(1);
                         ring[FLAP_SWITCHES - 1] = now.mono;
+                        if self.is_flapping(now.mono) {
+                            self.noticed = Some(now.mono);
+                        }
                     }
                     self.last_master = Some(Incarnation::of(slot));
                     self.master_since = Some(now.wall);
@@ -310,11 +331,13 @@ impl Election {
                     let lasted = now.mono.saturating_duration_since(start);
                     self.masterless_total += lasted;
                     outcome.masterless_ended = Some(lasted);
+                    self.noticed = Some(now.mono);
                 }
             }
             None => {
                 self.master_since = None;
                 self.masterless_since.get_or_insert(now.mono);
+                self.noticed = Some(now.mono);
             }
         }
         outcome
@@ -356,6 +379,29 @@ impl Election {
             .iter()
             .filter(|t| now.saturating_duration_since(**t) <= window)
             .count()
+    }
+
+    /// Whether it switched [`FLAP_SWITCHES`] times within [`FLAP_WINDOW`].
+    pub fn is_flapping(&self, now: Instant) -> bool {
+        self.switches_within(FLAP_WINDOW, now) >= FLAP_SWITCHES
+    }
+
+    /// Until when it counts as flapping: the moment its oldest remembered
+    /// switch leaves the window (`None` with fewer switches remembered).
+    pub fn flapping_until(&self) -> Option<Instant> {
+        let ring = self.recent_switches.as_ref()?;
+        (self.changes >= FLAP_SWITCHES as u64).then(|| ring[0] + FLAP_WINDOW)
+    }
+
+    /// The last moment it needed attention (see the field).
+    pub fn noticed(&self) -> Option<Instant> {
+        self.noticed
+    }
+
+    /// Marks it as needing attention at `now`, for a state only the caller
+    /// can judge (fewer candidates than configured).
+    pub fn notice(&mut self, now: Instant) {
+        self.noticed = Some(now);
     }
 
     /// When the current masterless period began, if one is running.

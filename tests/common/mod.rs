@@ -766,6 +766,13 @@ impl Metrics {
         }
     }
 
+    /// The sum of every series of `name` whose labels include `labels`;
+    /// `None` when there is none.
+    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let matching = self.series(name, labels);
+        (!matching.is_empty()).then(|| matching.iter().map(|(_, v)| v).sum())
+    }
+
     /// All series of `name` whose labels include `labels`.
     pub fn series(
         &self,

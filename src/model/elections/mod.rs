@@ -145,6 +145,18 @@ pub struct Facts {
     pub record: Option<String>,
 }
 
+/// A sequential election below its `min_candidates`, before or after a
+/// change, needs attention (node elections count their standbys in another
+/// tree; their shortfall is judged when exported).
+fn notice_shortfall(spec: &ElectionSpec, election: &mut Election, before: usize, now: Now) {
+    if let (Style::Sequential, Some(min)) = (&spec.style, spec.min_candidates) {
+        let min = min as usize;
+        if before < min || election.candidate_count() < min {
+            election.notice(now.mono);
+        }
+    }
+}
+
 /// All elections under one glob.
 #[derive(Debug, Clone)]
 pub struct ElectionTree {
@@ -154,6 +166,8 @@ pub struct ElectionTree {
     /// outside what the tree lists: who it names, by election.
     outer_records: BTreeMap<String, String>,
     masterless: Histogram,
+    /// Switches of every election, deleted ones included.
+    switches: u64,
 }
 
 impl ElectionTree {
@@ -162,6 +176,7 @@ impl ElectionTree {
             spec: spec.into(),
             elections: BTreeMap::new(),
             outer_records: BTreeMap::new(),
+            switches: 0,
             masterless: Histogram::new(PERIOD_BUCKETS),
         }
     }
@@ -292,6 +307,7 @@ impl ElectionTree {
     }
 
     fn outcome(&mut self, outcome: super::election::Outcome) {
+        self.switches += u64::from(outcome.switched);
         if let Some(lasted) = outcome.masterless_ended {
             self.masterless.observe(lasted.as_secs_f64());
         }
@@ -304,6 +320,11 @@ impl ElectionTree {
 
     pub fn election(&self, path: &str) -> Option<&Election> {
         self.elections.get(path).map(|e| &e.election)
+    }
+
+    /// Switches of all its elections so far, deleted ones included.
+    pub fn switches(&self) -> u64 {
+        self.switches
     }
 
     pub fn masterless_histogram(&self) -> &Histogram {
@@ -348,7 +369,9 @@ impl TreeContent for ElectionTree {
                 Some(entry) => {
                     let election = std::mem::replace(&mut entry.election, Election::new([], now));
                     let mut fresh = Entry::new(election, others, facts);
+                    let before = fresh.election.candidate_count();
                     let outcome = fresh.election.resync(candidates, now);
+                    notice_shortfall(&self.spec, &mut fresh.election, before, now);
                     *entry = fresh;
                     self.outcome(outcome);
                 }
@@ -411,7 +434,9 @@ impl TreeContent for ElectionTree {
         };
         match candidate {
             Some(c) => {
+                let before = entry.election.candidate_count();
                 let outcome = entry.election.join(c, now);
+                notice_shortfall(&self.spec, &mut entry.election, before, now);
                 self.outcome(outcome);
             }
             None if child.ephemeral_owner != 0 => {
@@ -446,7 +471,9 @@ impl TreeContent for ElectionTree {
             }
         }
         if let Some(seq) = sequence {
+            let before = entry.election.candidate_count();
             let outcome = entry.election.leave(name, seq, now);
+            notice_shortfall(&self.spec, &mut entry.election, before, now);
             self.outcome(outcome);
         }
     }

@@ -122,6 +122,9 @@ struct Track {
     expiry: Option<SystemTime>,
     /// Last round that mentioned it (connections, expiry or as an owner).
     seen: Instant,
+    /// End of the last round after which it was a ghost: elections whose
+    /// master it is stay exported for a while after it recovers.
+    ghost_seen: Option<Instant>,
 }
 
 impl Track {
@@ -135,6 +138,7 @@ impl Track {
             unlisted: false,
             expiry: None,
             seen: at,
+            ghost_seen: None,
         }
     }
 
@@ -223,6 +227,11 @@ impl SessionTracker {
         self.sessions.retain(|sid, t| {
             owners.contains(sid) || end.saturating_duration_since(t.seen) < FORGET_AFTER
         });
+        for t in self.sessions.values_mut() {
+            if t.liveness().is_ghost() {
+                t.ghost_seen = Some(end);
+            }
+        }
         self.starts = (self.starts.1, Some(round.started));
     }
 
@@ -235,6 +244,11 @@ impl SessionTracker {
     /// session no round has mentioned.
     pub fn liveness(&self, session: i64) -> Option<Liveness> {
         self.sessions.get(&session).map(Track::liveness)
+    }
+
+    /// When `session` was last judged a ghost (the end of that round).
+    pub fn ghost_seen(&self, session: i64) -> Option<Instant> {
+        self.sessions.get(&session)?.ghost_seen
     }
 
     /// The session timeout `cons` reported for `session`.

@@ -56,14 +56,16 @@ enum End {
     Shutdown,
 }
 
-/// Logs once per agent life that the cardinality guard dropped series.
+/// Logs once per agent life that a guard declined to watch something.
 fn report_dropped(cfg: &ClusterConfig) {
     warn!(
         cluster = %cfg.name,
-        max_elections = cfg.limits.max_elections,
+        max_tracked_elections = cfg.limits.max_tracked_elections,
         max_groups = cfg.limits.max_groups,
-        "more elections or groups than the cardinality guard allows; the rest are not exported \
-         (see zookeeper_exporter_series_dropped_total; raise max_elections / max_groups to export them)"
+        max_locks = cfg.limits.max_locks,
+        "more elections, groups or locks than the memory guards allow; the rest are not watched at all \
+         (see zookeeper_exporter_series_dropped_total; raise max_tracked_elections / max_groups / max_locks, \
+         or narrow the trees' globs)"
     );
 }
 

@@ -1,5 +1,5 @@
-//! HTTP endpoints: `/metrics`, `/healthz`, `/ready`, `/api/v1/trees` and a
-//! small index page. Handlers only read models and never wait on the
+//! HTTP endpoints: `/metrics`, `/healthz`, `/ready`, the JSON API
+//! (`/api/v1/trees`, `/api/v1/elections/{path}`) and a small index page. Handlers only read models and never wait on the
 //! ZooKeeper session; `/metrics` alone first runs the four-letter-word
 //! collection, bounded by its timeout.
 
@@ -12,9 +12,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
+mod api;
+
 use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
-use crate::model::elections::Style;
 use crate::sources::fourlw::poller::Poller;
 use futures::future::join_all;
 
@@ -34,7 +35,8 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
-        .route("/api/v1/trees", get(trees))
+        .route("/api/v1/trees", get(api::trees))
+        .route("/api/v1/elections/{*path}", get(api::election))
         .with_state(state)
 }
 
@@ -65,6 +67,7 @@ async fn index() -> Html<&'static str> {
         "<li><a href=\"/ready\">/ready</a>: 200 when every session is connected and every tree synced</li>",
         "<li><a href=\"/healthz\">/healthz</a>: process is alive</li>",
         "<li><a href=\"/api/v1/trees\">/api/v1/trees</a>: watched elections and groups (JSON)</li>",
+        "<li><code>/api/v1/elections/PATH</code>: one election, exported or not: master, since when, switches (JSON)</li>",
         "</ul></body></html>"
     ))
 }
@@ -131,66 +134,6 @@ pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
         }
     }
     reasons
-}
-
-/// The watched trees, configured and discovered, with their elections or
-/// groups: what the agent is looking at, for people and tooling.
-async fn trees(State(state): State<AppState>) -> Response {
-    let clusters: Vec<serde_json::Value> = state
-        .clusters
-        .iter()
-        .map(|c| {
-            let c = c.read();
-            let trees: Vec<serde_json::Value> = c
-                .trees
-                .iter()
-                .map(|t| {
-                    let parents: Vec<&str> = if let Some(e) = t.as_elections() {
-                        e.elections().map(|(p, _)| p).collect()
-                    } else if let Some(g) = t.as_groups() {
-                        g.groups().map(|(p, _)| p).collect()
-                    } else if let Some(l) = t.as_locks() {
-                        l.locks().map(|(p, _)| p).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    // Masters whose ghost check cannot say (enough): evidence
-                    // missing, or rounds too slow for the session's timeout.
-                    let unjudged: Vec<serde_json::Value> = match (t.as_elections(), &c.ghost) {
-                        (Some(e), Some(tracker)) => e
-                            .elections()
-                            .filter_map(|(path, e)| {
-                                let owner = e.master()?.owner;
-                                let reason = tracker.cannot_judge(owner)?;
-                                Some(serde_json::json!({
-                                    "election": path,
-                                    "session": format!("0x{owner:x}"),
-                                    "reason": reason,
-                                }))
-                            })
-                            .collect(),
-                        _ => Vec::new(),
-                    };
-                    let style = t.as_elections().map(|e| match &e.spec().style {
-                        Style::Sequential => "sequential",
-                        Style::Node(_) => "node",
-                    });
-                    serde_json::json!({
-                        "path": t.pattern().as_str(),
-                        "kind": t.content_kind().label(),
-                        "style": style,
-                        "source": t.source().label(),
-                        "synced": t.synced(),
-                        "error": t.sync_error(),
-                        "nodes": parents,
-                        "ghost_check_unjudged": unjudged,
-                    })
-                })
-                .collect();
-            serde_json::json!({ "cluster": c.name, "trees": trees })
-        })
-        .collect();
-    axum::Json(serde_json::json!({ "clusters": clusters })).into_response()
 }
 
 async fn ready(State(state): State<AppState>) -> Response {

@@ -1,0 +1,357 @@
+//! Which elections need attention. Past the export cap only some elections
+//! get per-election series; these rules pick them, and the tree aggregates
+//! count every election by the state it is in.
+//!
+//! An election is in exactly one state, the most urgent that applies, so
+//! the aggregates of a tree add up to its elections: `masterless` (no
+//! candidate), `ghost` (its master's session is disconnected or silent, as
+//! the diagnostics showed), `duplicate` (candidates sharing an identity),
+//! `flapping` (see [`FLAP_SWITCHES`]), `no_standby` (fewer candidates than
+//! `min_candidates`), else `ok`. Each follows from evidence the agent holds;
+//! a master whose session the diagnostics cannot judge is `ok`.
+
+use std::time::{Duration, Instant};
+
+use super::cluster::ClusterState;
+use super::election::Election;
+#[cfg(doc)]
+use super::election::FLAP_SWITCHES;
+use super::elections::{ElectionTree, Style};
+
+/// The state of one election; see the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    Masterless,
+    Ghost,
+    Duplicate,
+    Flapping,
+    NoStandby,
+    Ok,
+}
+
+impl State {
+    /// Most urgent first.
+    pub const ALL: [State; 6] = [
+        Self::Masterless,
+        Self::Ghost,
+        Self::Duplicate,
+        Self::Flapping,
+        Self::NoStandby,
+        Self::Ok,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Masterless => "masterless",
+            Self::Ghost => "ghost",
+            Self::Duplicate => "duplicate",
+            Self::Flapping => "flapping",
+            Self::NoStandby => "no_standby",
+            Self::Ok => "ok",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How much an election needs attention, the order in which elections are
+/// exported past the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// In a state other than `ok` now.
+    Now,
+    /// `ok` now, but not within the attention window.
+    Recent,
+    Calm,
+}
+
+impl ClusterState {
+    /// Master plus standbys of an election: its candidates (sequential), or
+    /// the master plus the distinct members of its standby registry (node
+    /// style; a registry that lists the master too, as Kafka's
+    /// `brokers/ids` does, counts it once). `None` for a node election
+    /// without a registry: its standbys keep no node.
+    pub fn candidates_of(&self, tree: &ElectionTree, election: &Election) -> Option<usize> {
+        match &tree.spec().style {
+            Style::Sequential => Some(election.candidate_count()),
+            Style::Node(spec) => {
+                let registry = self.group(spec.standbys.as_deref()?)?;
+                let master = election.master().map(|m| m.identity);
+                let standbys = registry
+                    .member_names()
+                    .filter(|name| Some(*name) != master)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len();
+                Some(usize::from(master.is_some()) + standbys)
+            }
+        }
+    }
+
+    /// Whether the diagnostics showed the master's session to be a ghost.
+    fn ghost_master(&self, election: &Election) -> bool {
+        let (Some(tracker), Some(master)) = (self.ghost.as_ref(), election.master()) else {
+            return false;
+        };
+        master.owner != 0 && tracker.liveness(master.owner).is_some_and(|l| l.is_ghost())
+    }
+
+    /// The state election `election` of `tree` is in at `now`.
+    pub fn state_of(&self, tree: &ElectionTree, election: &Election, now: Instant) -> State {
+        if election.master().is_none() {
+            return State::Masterless;
+        }
+        if self.ghost_master(election) {
+            return State::Ghost;
+        }
+        if election.duplicate_identities() > 0 {
+            return State::Duplicate;
+        }
+        if election.is_flapping(now) {
+            return State::Flapping;
+        }
+        let short = tree.spec().min_candidates.is_some_and(|min| {
+            self.candidates_of(tree, election)
+                .is_some_and(|n| n < min as usize)
+        });
+        if short {
+            return State::NoStandby;
+        }
+        State::Ok
+    }
+
+    /// How much the election needs attention: its `state` (from
+    /// [`state_of`](Self::state_of)) now, or whether it left another state
+    /// within `window` (the election noticed it, its flapping ended, or
+    /// its master's session was a ghost).
+    pub fn tier_of(
+        &self,
+        election: &Election,
+        state: State,
+        now: Instant,
+        window: Duration,
+    ) -> Tier {
+        if state != State::Ok {
+            return Tier::Now;
+        }
+        let within = |t: Instant| now.saturating_duration_since(t) <= window;
+        let ghost_recently = || {
+            let owner = election.master().map_or(0, |m| m.owner);
+            self.ghost
+                .as_ref()
+                .and_then(|t| t.ghost_seen(owner))
+                .is_some_and(within)
+        };
+        if election.noticed().is_some_and(within)
+            || election.flapping_until().is_some_and(within)
+            || ghost_recently()
+        {
+            Tier::Recent
+        } else {
+            Tier::Calm
+        }
+    }
+}
+
+/// One election with per-election series: its tree (index) and path.
+pub type Exported<'a> = (usize, &'a str, &'a Election);
+
+/// Every election of a cluster surveyed at one instant.
+#[derive(Debug, Default)]
+pub struct Survey<'a> {
+    /// Elections by state, per tree (zeros for trees of other kinds).
+    pub counts: Vec<[usize; State::ALL.len()]>,
+    /// Elections with per-election series, in tree and path order: all of
+    /// them up to the cap; past it, those in a non-ok state now first,
+    /// then those that left one within the window, then the rest.
+    pub exported: Vec<Exported<'a>>,
+    /// Elections watched.
+    pub total: usize,
+}
+
+impl ClusterState {
+    /// Surveys every election at `now`: the per-tree state counts and
+    /// which elections get series, at most `limits.max_elections`.
+    pub fn survey(&self, now: Instant) -> Survey<'_> {
+        let cap = self.limits.max_elections;
+        let window = self.limits.attention_window;
+        let mut survey = Survey {
+            counts: vec![[0; State::ALL.len()]; self.trees.len()],
+            ..Survey::default()
+        };
+        let elections = || {
+            self.trees.iter().enumerate().filter_map(|(i, t)| {
+                t.as_elections()
+                    .map(|e| e.elections().map(move |(p, el)| (i, e, p, el)))
+            })
+        };
+        // First pass: states, and each election's tier (one byte each).
+        let mut tiers: Vec<Tier> = Vec::new();
+        let mut per_tier = [0usize; 3];
+        for (i, tree, _, election) in elections().flatten() {
+            let state = self.state_of(tree, election, now);
+            survey.counts[i][state.index()] += 1;
+            survey.total += 1;
+            let tier = self.tier_of(election, state, now, window);
+            per_tier[tier as usize] += 1;
+            tiers.push(tier);
+        }
+        // The lowest tier that no longer fits whole, and how many of it do.
+        let (mut cut, mut room) = (3usize, 0usize);
+        let mut left = cap;
+        for (t, n) in per_tier.iter().enumerate() {
+            if *n > left {
+                (cut, room) = (t, left);
+                break;
+            }
+            left -= n;
+        }
+        survey.exported.reserve(cap.min(survey.total));
+        for ((i, _, path, election), tier) in elections().flatten().zip(tiers) {
+            let t = tier as usize;
+            if t < cut || (t == cut && room > 0) {
+                if t == cut {
+                    room -= 1;
+                }
+                survey.exported.push((i, path, election));
+            }
+        }
+        survey
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Limits;
+    use crate::model::candidate::IdentityMode;
+    use crate::model::election::Now;
+    use crate::model::tree::{ChildNode, Tree, TreePattern};
+    use std::time::SystemTime;
+
+    fn at(base: Instant, secs: u64) -> Now {
+        Now {
+            mono: base + Duration::from_secs(secs),
+            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
+        }
+    }
+
+    fn child(name: &str, owner: i64) -> ChildNode {
+        ChildNode {
+            name: name.into(),
+            data: Vec::new(),
+            ephemeral_owner: owner,
+            ctime_ms: 0,
+        }
+    }
+
+    /// 1,000 elections with one candidate each, the export cap at 100.
+    fn thousand(t: Instant) -> ClusterState {
+        let mut tree = Tree::elections(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Node);
+        tree.apply_listing(
+            (0..1000)
+                .map(|i| {
+                    (
+                        format!("/bots/bot_{i:04}"),
+                        vec![child("n_0000000001", i + 1)],
+                    )
+                })
+                .collect(),
+            at(t, 0),
+        );
+        let mut c = ClusterState::new("c".into(), vec![tree], false);
+        c.limits = Limits {
+            max_elections: 100,
+            ..Limits::default()
+        };
+        c
+    }
+
+    #[test]
+    fn past_the_cap_elections_needing_attention_come_first() {
+        let t = Instant::now();
+        let mut c = thousand(t);
+        let s = c.survey(at(t, 1).mono);
+        assert_eq!((s.total, s.exported.len()), (1000, 100));
+        assert_eq!(s.counts[0][State::Ok.index()], 1000);
+        assert_eq!(
+            s.exported[0].1, "/bots/bot_0000",
+            "path order when all are calm"
+        );
+        // bot_0900 loses its master; bot_0800 lost and regained one.
+        c.child_deleted(0, "/bots/bot_0900", "n_0000000001", at(t, 2));
+        c.child_deleted(0, "/bots/bot_0800", "n_0000000001", at(t, 2));
+        c.child_upserted(0, "/bots/bot_0800", child("n_0000000002", 5000), at(t, 3));
+        let s = c.survey(at(t, 4).mono);
+        assert_eq!(s.counts[0][State::Masterless.index()], 1);
+        assert_eq!(s.counts[0][State::Ok.index()], 999);
+        let paths: Vec<&str> = s.exported.iter().map(|e| e.1).collect();
+        assert_eq!(paths.len(), 100);
+        assert!(paths.contains(&"/bots/bot_0900") && paths.contains(&"/bots/bot_0800"));
+        assert!(
+            !paths.contains(&"/bots/bot_0098"),
+            "two calm ones make room"
+        );
+        // Past the window bot_0800 is calm again; bot_0900 is still masterless.
+        let later = at(t, 3 + 16 * 60).mono;
+        let paths: Vec<&str> = c.survey(later).exported.iter().map(|e| e.1).collect();
+        assert!(paths.contains(&"/bots/bot_0900") && !paths.contains(&"/bots/bot_0800"));
+    }
+
+    #[test]
+    fn under_the_cap_every_election_is_exported() {
+        let t = Instant::now();
+        let mut c = thousand(t);
+        c.limits.max_elections = 1000;
+        let s = c.survey(at(t, 1).mono);
+        assert_eq!(s.exported.len(), 1000);
+        c.limits.max_elections = 0;
+        assert!(c.survey(at(t, 1).mono).exported.is_empty());
+    }
+
+    #[test]
+    fn states_are_exclusive_and_most_urgent_first() {
+        let t = Instant::now();
+        let mut tree = Tree::elections(TreePattern::parse("/e/*").unwrap(), IdentityMode::Data);
+        let dup = |name: &str, owner| ChildNode {
+            data: b"same".to_vec(),
+            ..child(name, owner)
+        };
+        tree.apply_listing(
+            vec![
+                (
+                    "/e/dup".into(),
+                    vec![dup("n_0000000001", 1), dup("n_0000000002", 2)],
+                ),
+                ("/e/empty".into(), vec![]),
+                ("/e/flap".into(), vec![child("n_0000000001", 3)]),
+            ],
+            at(t, 0),
+        );
+        let mut c = ClusterState::new("c".into(), vec![tree], false);
+        for k in 2..6 {
+            c.child_upserted(
+                0,
+                "/e/flap",
+                child(&format!("n_000000000{k}"), 10 + k as i64),
+                at(t, k),
+            );
+            c.child_deleted(0, "/e/flap", &format!("n_000000000{}", k - 1), at(t, k));
+        }
+        let s = c.survey(at(t, 10).mono);
+        let count = |st: State| s.counts[0][st.index()];
+        assert_eq!(
+            (
+                count(State::Duplicate),
+                count(State::Masterless),
+                count(State::Flapping)
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(s.counts[0].iter().sum::<usize>(), 3);
+        // Ten minutes after its fourth switch it no longer flaps.
+        let s = c.survey(at(t, 2 + 601).mono);
+        assert_eq!(s.counts[0][State::Flapping.index()], 0);
+    }
+}
