@@ -154,18 +154,26 @@ def elections_dashboard():
                   "time, ghost masters, the failover canary, and who holds each lock.")
     e = f'{CLUSTER},election=~"$election"'
     d.row("Overview")
-    d.panel("stat", "Elections", [(f"count(zookeeper_election_candidates{{{e}}})", "")],
-            w=6, h=4)
+    # From the tree aggregates: they count every watched election, also past
+    # max_elections, where per-election series cover only some.
+    d.panel("stat", "Elections", [(f"sum(zookeeper_tree_elections{{{CLUSTER}}})", "")],
+            w=4, h=4, desc="Every watched election (all trees of the selected clusters).")
     d.panel("stat", "Masterless now",
-            [(f"count(zookeeper_election_has_master{{{e}}} == 0) or vector(0)", "")],
-            w=6, h=4, desc="Elections without any candidate.")
+            [(f'sum(zookeeper_tree_elections{{{CLUSTER},state="masterless"}}) or vector(0)', "")],
+            w=4, h=4, desc="Elections without any candidate.")
     d.panel("stat", "Ghost masters",
-            [(f"count(zookeeper_election_master_session_connected{{{e}}} == 0) or vector(0)",
-              "")],
-            w=6, h=4, desc="Masters whose session is disconnected or silent (needs diagnostics).")
+            [(f'sum(zookeeper_tree_elections{{{CLUSTER},state="ghost"}}) or vector(0)', "")],
+            w=4, h=4,
+            desc="Masters whose session is disconnected or silent (needs diagnostics).")
     d.panel("stat", "Switches in range",
-            [(f"sum(increase(zookeeper_election_master_changes_total{{{e}}}[$__range])) "
-              "or vector(0)", "")], w=6, h=4)
+            [(f"sum(increase(zookeeper_tree_master_changes_total{{{CLUSTER}}}[$__range])) "
+              "or vector(0)", "")], w=4, h=4)
+    d.panel("stat", "With per-election series",
+            [(f"sum(zookeeper_exporter_elections_exported{{{CLUSTER}}})", "")], w=4, h=4,
+            desc="All elections up to max_elections; past it, those needing attention first.")
+    d.panel("timeseries", "Elections needing attention, by state",
+            [(f'sum by (state) (zookeeper_tree_elections{{{CLUSTER},state!="ok"}})', "{{state}}")],
+            w=4, h=4, desc="Each election counted once, in its most urgent state.")
     d.row("Masters")
     d.panel("table", "Elections and their masters",
             [(f"zookeeper_election_master{{{e}}}", "master"),
