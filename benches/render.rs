@@ -1,5 +1,6 @@
-//! /metrics render time for 10,000 elections x 3 candidates (~100,000
-//! series), in-process and without ZooKeeper: the model is filled directly.
+//! /metrics render time for 10,000 to 200,000 elections x 3 candidates, all
+//! exported and at the default export cap, in-process and without
+//! ZooKeeper: the model is filled directly.
 //! Run: cargo bench --bench render
 
 use std::time::{Duration, Instant};
@@ -12,7 +13,18 @@ use zk_election_exporter::model::{ClusterState, SharedCluster};
 
 fn main() {
     ensemble_cost();
-    let elections = 10_000;
+    for elections in [10_000, 100_000, 200_000] {
+        // Every election exported: the per-series cost as size grows.
+        scaled(elections, elections, &[false, true]);
+    }
+    for elections in [100_000, 200_000] {
+        // The default cap: 10,000 elections with series, all counted.
+        scaled(elections, 10_000, &[false]);
+    }
+}
+
+/// Renders `elections` x 3 candidates with `max_elections = cap`.
+fn scaled(elections: usize, cap: usize, formats: &[bool]) {
     let candidates = 3;
     let mut tree = Tree::elections(
         TreePattern::parse("/wechat/bots/*").unwrap(),
@@ -28,16 +40,20 @@ fn main() {
                     ctime_ms: 1_700_000_000_000,
                 })
                 .collect();
-            (format!("/wechat/bots/bot_{i:05}"), children)
+            (format!("/wechat/bots/bot_{i:06}"), children)
         })
         .collect();
     tree.apply_listing(listing, Now::current());
-    let cluster = SharedCluster::new(ClusterState::new("bench".into(), vec![tree], false));
+    let mut state = ClusterState::new("bench".into(), vec![tree], false);
+    state.limits.max_elections = cap;
+    state.limits.max_tracked_elections = elections;
+    let cluster = SharedCluster::new(state);
     let exposition = metrics::Exposition::new(vec![cluster]);
-    for openmetrics in [false, true] {
+    let runs = if elections > 50_000 { 11 } else { 31 };
+    for &openmetrics in formats {
         let mut times: Vec<Duration> = Vec::new();
         let mut size = (0, 0);
-        for _ in 0..31 {
+        for _ in 0..runs {
             let start = Instant::now();
             let out = exposition.render(openmetrics).unwrap();
             times.push(start.elapsed());
@@ -47,8 +63,9 @@ fn main() {
             );
         }
         times.sort();
+        let median = times[times.len() / 2];
         println!(
-            "render {}: {} series, {:.1} MiB, median {:.1?}, min {:.1?}, max {:.1?}",
+            "render {elections} elections, cap {cap}, {}: {} series, {:.1} MiB, median {:.1?} ({:.3} us/series), min {:.1?}, max {:.1?}",
             if openmetrics {
                 "openmetrics"
             } else {
@@ -56,7 +73,8 @@ fn main() {
             },
             size.1,
             size.0 as f64 / (1 << 20) as f64,
-            times[times.len() / 2],
+            median,
+            median.as_secs_f64() * 1e6 / size.1 as f64,
             times[0],
             times[times.len() - 1]
         );

@@ -133,6 +133,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         exposition: Arc::new(metrics::Exposition::new(states.clone())),
         clusters: states,
         pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
+        bodies: Default::default(),
     };
     info!(address = %config.web.listen_address, "serving /metrics");
     let mut http_stop = stop_rx.clone();

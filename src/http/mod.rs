@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::State;
@@ -26,6 +27,46 @@ pub struct AppState {
     pub clusters: Vec<SharedCluster>,
     /// Four-letter-word pollers, run before each render.
     pub pollers: Vec<Arc<Poller>>,
+    /// The last body of each format, shared by concurrent scrapes.
+    pub bodies: Arc<Bodies>,
+}
+
+/// The last rendered body per format (text, OpenMetrics) with the moment
+/// its render began. A scrape that finds a render begun after it asked
+/// takes that body instead of rendering its own: N concurrent or slow
+/// scrapers cost one render and one body, and none gets a body older than
+/// its request.
+#[derive(Debug, Default)]
+pub struct Bodies {
+    slots: [tokio::sync::Mutex<Option<(Instant, axum::body::Bytes)>>; 2],
+}
+
+impl Bodies {
+    /// The body for a scrape that asked at `asked`: shared if a render
+    /// began since, else rendered now (one render at a time per format).
+    async fn get(
+        &self,
+        exposition: &Arc<Exposition>,
+        openmetrics: bool,
+        asked: Instant,
+    ) -> Option<axum::body::Bytes> {
+        let mut slot = self.slots[usize::from(openmetrics)].lock().await;
+        if let Some((began, body)) = slot.as_ref()
+            && *began >= asked
+        {
+            return Some(body.clone());
+        }
+        let began = Instant::now();
+        let exposition = exposition.clone();
+        // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
+        let body = tokio::task::spawn_blocking(move || exposition.render(openmetrics))
+            .await
+            .ok()?
+            .ok()?;
+        let body = axum::body::Bytes::from(body);
+        *slot = Some((began, body.clone()));
+        Some(body)
+    }
 }
 
 /// The router, exposed for tests and benchmarks.
@@ -83,11 +124,13 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
     let openmetrics = wants_openmetrics(&headers);
     // Bounded by each poller's timeout; the only wait a scrape has.
     join_all(state.pollers.iter().map(|p| p.collect())).await;
-    let exposition = state.exposition.clone();
-    // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
-    let rendered = tokio::task::spawn_blocking(move || exposition.render(openmetrics)).await;
-    match rendered {
-        Ok(Ok(body)) => {
+    let asked = Instant::now();
+    match state
+        .bodies
+        .get(&state.exposition, openmetrics, asked)
+        .await
+    {
+        Some(body) => {
             let content_type = if openmetrics {
                 metrics::OPENMETRICS_CONTENT_TYPE
             } else {
@@ -146,5 +189,41 @@ async fn ready(State(state): State<AppState>) -> Response {
             format!("not ready\n{}\n", reasons.join("\n")),
         )
             .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ClusterState;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_scrapes_share_one_body_and_none_gets_an_older_one() {
+        let cluster = SharedCluster::new(ClusterState::new("c".into(), Vec::new(), false));
+        let exposition = Arc::new(Exposition::new(vec![cluster]));
+        let bodies = Arc::new(Bodies::default());
+        let asked = Instant::now();
+        let scrapes = (0..8).map(|_| {
+            let (bodies, exposition) = (bodies.clone(), exposition.clone());
+            tokio::spawn(async move { bodies.get(&exposition, false, asked).await.unwrap() })
+        });
+        let got: Vec<axum::body::Bytes> = join_all(scrapes)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            got.iter().all(|b| b.as_ptr() == got[0].as_ptr()),
+            "one render for eight scrapes that asked before it began"
+        );
+        // Asked after that render began: a fresh body, never the old one.
+        let later = bodies
+            .get(&exposition, false, Instant::now())
+            .await
+            .unwrap();
+        assert_ne!(later.as_ptr(), got[0].as_ptr());
+        // The other format has its own body.
+        let om = bodies.get(&exposition, true, asked).await.unwrap();
+        assert!(String::from_utf8_lossy(&om).ends_with("# EOF\n"));
     }
 }

@@ -56,6 +56,8 @@ pub struct Exposition {
     /// ensemble generations it was written for: rebuilt only after a new
     /// collection, not on every scrape.
     mntr_cache: std::sync::Mutex<[Option<MntrSection>; 2]>,
+    /// Length of the last body rendered.
+    last_len: std::sync::atomic::AtomicUsize,
 }
 
 /// Rendered mntr families and the ensemble generations they reflect.
@@ -71,12 +73,16 @@ impl Exposition {
             registry,
             clusters,
             mntr_cache: std::sync::Mutex::new([None, None]),
+            last_len: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     /// Encodes everything in the Prometheus text format, or OpenMetrics.
     pub fn render(&self, openmetrics: bool) -> Result<String, fmt::Error> {
-        let mut out = String::with_capacity(1 << 16);
+        // Sized from the last body: growing a 100 MiB string by doubling
+        // copies it again and again.
+        let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = String::with_capacity((last + last / 16).max(1 << 16));
         if openmetrics {
             prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
         } else {
@@ -102,6 +108,8 @@ impl Exposition {
         if openmetrics {
             prometheus_client::encoding::text::encode_eof(&mut out)?;
         }
+        self.last_len
+            .store(out.len(), std::sync::atomic::Ordering::Relaxed);
         Ok(out)
     }
 }

@@ -13,6 +13,7 @@
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterState;
+use super::content::TreeContent;
 use super::election::Election;
 #[cfg(doc)]
 use super::election::FLAP_SWITCHES;
@@ -186,36 +187,35 @@ impl ClusterState {
                     .map(|e| e.elections().map(move |(p, el)| (i, e, p, el)))
             })
         };
-        // First pass: states, and each election's tier (one byte each).
-        let mut tiers: Vec<Tier> = Vec::new();
-        let mut per_tier = [0usize; 3];
-        for (i, tree, _, election) in elections().flatten() {
+        survey.total = self
+            .trees
+            .iter()
+            .filter_map(|t| t.as_elections())
+            .map(|e| e.parent_count())
+            .sum();
+        let rank = survey.total > cap;
+        // One pass over the model (at a million elections the walk itself
+        // is the cost): states, and every election with its tier and rank
+        // when they compete for the cap.
+        let mut seen: Vec<(Tier, usize, Exported<'_>)> = Vec::new();
+        survey.exported.reserve(survey.total.min(cap));
+        for (n, (i, tree, path, election)) in elections().flatten().enumerate() {
             let state = self.state_of(tree, election, now);
             survey.counts[i][state.index()] += 1;
-            survey.total += 1;
-            let tier = self.tier_of(election, state, now, window);
-            per_tier[tier as usize] += 1;
-            tiers.push(tier);
-        }
-        // The lowest tier that no longer fits whole, and how many of it do.
-        let (mut cut, mut room) = (3usize, 0usize);
-        let mut left = cap;
-        for (t, n) in per_tier.iter().enumerate() {
-            if *n > left {
-                (cut, room) = (t, left);
-                break;
-            }
-            left -= n;
-        }
-        survey.exported.reserve(cap.min(survey.total));
-        for ((i, _, path, election), tier) in elections().flatten().zip(tiers) {
-            let t = tier as usize;
-            if t < cut || (t == cut && room > 0) {
-                if t == cut {
-                    room -= 1;
-                }
+            if rank {
+                let tier = self.tier_of(election, state, now, window);
+                seen.push((tier, n, (i, path, election)));
+            } else {
                 survey.exported.push((i, path, election));
             }
+        }
+        if rank {
+            // Stable: path order within a tier; then back to tree and path
+            // order for the exposition.
+            seen.sort_by_key(|(tier, _, _)| *tier);
+            seen.truncate(cap);
+            seen.sort_unstable_by_key(|(_, n, _)| *n);
+            survey.exported = seen.into_iter().map(|(_, _, e)| e).collect();
         }
         survey
     }
