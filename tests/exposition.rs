@@ -183,7 +183,7 @@ fn real_mntr_keys() -> Vec<(String, String)> {
             let text = std::fs::read_to_string(role.path().join("mntr.txt")).unwrap_or_default();
             if let Ok(fourlw::Reply::Mntr(m)) = fourlw::interpret(Word::Mntr, &text) {
                 let v = version.file_name().to_string_lossy().into_owned();
-                keys.extend(m.values.iter().map(|(k, _)| (v.clone(), k.clone())));
+                keys.extend(m.numbers().map(|(k, _)| (v.clone(), k.to_owned())));
             }
         }
     }

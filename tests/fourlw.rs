@@ -346,3 +346,23 @@ async fn concurrent_scrapes_share_one_collection() {
         "reused within min_interval"
     );
 }
+
+/// `ruok` and `isro` are asked only until `mntr` gives a server state; the
+/// facts stay exported, derived from that state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruok_and_isro_are_not_asked_once_mntr_gives_the_state() {
+    let zk = shared_server();
+    let a = zk.address();
+    let exporter = Exporter::start(&cluster(&[a.clone()], "min_interval = \"0s\""));
+    let asked =
+        |m: &Metrics, cmd: &str| m.get("zookeeper_fourlw_up", &[("server", &*a), ("command", cmd)]);
+    let m = exporter
+        .until("a collection after mntr gave the state", T, |m| {
+            asked(m, "mntr") == Some(1.0) && asked(m, "ruok").is_none()
+        })
+        .await;
+    assert_eq!(asked(&m, "isro"), None, "isro not asked either");
+    assert_eq!(asked(&m, "srvr"), Some(1.0));
+    assert_eq!(server_value(&m, "zookeeper_ruok", &a), Some(1.0));
+    assert_eq!(server_value(&m, "zookeeper_read_only", &a), Some(0.0));
+}

@@ -94,36 +94,63 @@ pub enum Kind {
 }
 
 /// One plain sample.
+/// One exported sample of a typed reply: its value is the reply's value at
+/// index `value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
-    /// Metric name; counters get `_total` from the encoder.
     pub name: String,
     pub kind: Kind,
-    /// The mntr key(s) it comes from, for HELP.
     pub source: String,
-    /// `key` label of summary-set members.
     pub set_key: Option<String>,
-    pub value: f64,
+    pub value: usize,
 }
 
-/// One folded summary.
+/// A summary folded from a key family; the numbers are indices of the
+/// reply's values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub name: String,
     pub source: String,
     pub set_key: Option<String>,
-    pub quantiles: Vec<(f64, f64)>,
-    pub sum: f64,
-    pub count: f64,
+    pub quantiles: Vec<(f64, usize)>,
+    pub sum: usize,
+    pub count: usize,
 }
 
-/// `mntr` typed and named.
+/// How every numeric key of a reply is exported: names, types and where
+/// each value is. It depends only on the key set, which is stable between
+/// polls of one server version, so it is computed once per key set and
+/// reused (see [`Typings`]); a poll only brings new values.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mapped {
+    /// The keys it was made for, as [`Mntr::keys`] gives them.
+    pub keys: String,
     pub samples: Vec<Sample>,
     pub summaries: Vec<Summary>,
-    /// Keys dropped because their name was already taken.
     pub dropped: usize,
+}
+
+/// Typings by key set, most recent last; servers of one or two versions
+/// and roles give a handful.
+#[derive(Debug, Default)]
+pub struct Typings(Vec<std::sync::Arc<Mapped>>);
+
+/// Key sets remembered at once.
+const TYPINGS: usize = 16;
+
+impl Typings {
+    /// The typing of `mntr`'s key set: cached, or made now.
+    pub fn of(&mut self, mntr: &Mntr) -> std::sync::Arc<Mapped> {
+        if let Some(t) = self.0.iter().find(|t| t.keys == mntr.keys()) {
+            return t.clone();
+        }
+        let typed = std::sync::Arc::new(map_mntr(mntr));
+        if self.0.len() == TYPINGS {
+            self.0.remove(0);
+        }
+        self.0.push(typed.clone());
+        typed
+    }
 }
 
 fn metric_name(base: &str) -> String {
@@ -157,9 +184,14 @@ fn summary_set(family: &str) -> (String, Option<String>) {
 
 /// Types and names every numeric `mntr` value.
 pub fn map_mntr(mntr: &Mntr) -> Mapped {
-    let mut families: BTreeMap<&str, BTreeMap<&str, f64>> = BTreeMap::new();
-    let mut plain: Vec<(&str, f64)> = Vec::new();
-    for (key, value) in &mntr.values {
+    let mut families: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    let mut plain: Vec<(&str, usize)> = Vec::new();
+    for (value, key) in mntr
+        .keys()
+        .split('\n')
+        .take(mntr.values().len())
+        .enumerate()
+    {
         let bare = key.strip_prefix("zk_").unwrap_or(key);
         let folded = PARTS.iter().find_map(|p| {
             bare.strip_prefix(p)
@@ -169,12 +201,15 @@ pub fn map_mntr(mntr: &Mntr) -> Mapped {
         });
         match folded {
             Some((part, family)) => {
-                families.entry(family).or_default().insert(part, *value);
+                families.entry(family).or_default().insert(part, value);
             }
-            None => plain.push((bare, *value)),
+            None => plain.push((bare, value)),
         }
     }
-    let mut out = Mapped::default();
+    let mut out = Mapped {
+        keys: mntr.keys().to_owned(),
+        ..Mapped::default()
+    };
     let mut taken: BTreeSet<(String, Option<String>)> = BTreeSet::new();
     // Claims every exposed name of one sample at once, or none of them.
     let mut claim = |names: &[String], key: &Option<String>, out: &mut Mapped| -> bool {
@@ -196,7 +231,7 @@ pub fn map_mntr(mntr: &Mntr) -> Mapped {
                 .iter()
                 .next()
                 .map(|(p, v)| (*p, *v))
-                .unwrap_or(("", 0.0));
+                .unwrap_or(("", 0));
             let bare = format!("{part}_{family}");
             let name = metric_name(&bare);
             if claim(std::slice::from_ref(&name), &None, &mut out) {
@@ -282,14 +317,48 @@ mod tests {
     use super::*;
     use crate::fourlw::parse::parse_mntr;
 
-    fn mapped(text: &str) -> Mapped {
-        map_mntr(&parse_mntr(text).unwrap())
+    /// A reply's typing with its values.
+    struct Typed(Mapped, Vec<f64>);
+
+    impl std::ops::Deref for Typed {
+        type Target = Mapped;
+        fn deref(&self) -> &Mapped {
+            &self.0
+        }
     }
 
-    fn sample<'a>(m: &'a Mapped, name: &str) -> Option<&'a Sample> {
+    fn mapped(text: &str) -> Typed {
+        let mntr = parse_mntr(text).unwrap();
+        Typed(map_mntr(&mntr), mntr.values().to_vec())
+    }
+
+    /// A sample with its value in place of its index.
+    fn sample(m: &Typed, name: &str) -> Option<Sample> {
         m.samples
             .iter()
             .find(|s| s.name == name && s.set_key.is_none())
+            .cloned()
+            .map(|s| Sample {
+                value: s.value,
+                ..s
+            })
+    }
+
+    fn value(m: &Typed, name: &str) -> f64 {
+        m.1[sample(m, name).unwrap().value]
+    }
+
+    #[test]
+    fn a_typing_is_reused_for_the_same_key_set_only() {
+        let mut typings = Typings::default();
+        let a = parse_mntr("zk_znode_count\t5\nzk_packets_sent\t1\n").unwrap();
+        let b = parse_mntr("zk_znode_count\t9\nzk_packets_sent\t4\n").unwrap();
+        let c = parse_mntr("zk_znode_count\t9\n").unwrap();
+        let (ta, tb, tc) = (typings.of(&a), typings.of(&b), typings.of(&c));
+        assert!(std::sync::Arc::ptr_eq(&ta, &tb), "same keys, new values");
+        assert!(!std::sync::Arc::ptr_eq(&ta, &tc));
+        assert_eq!(tc.samples.len(), 1);
+        assert_eq!(b.values()[tb.samples[0].value], 9.0);
     }
 
     #[test]
@@ -305,14 +374,9 @@ mod tests {
             sample(&m, "zookeeper_znode_count").unwrap().kind,
             Kind::Gauge
         );
-        assert_eq!(sample(&m, "zookeeper_latency_avg").unwrap().value, 0.5);
-        assert_eq!(sample(&m, "zookeeper_latency_max").unwrap().value, 7.0);
-        assert_eq!(
-            sample(&m, "zookeeper_max_file_descriptor_count")
-                .unwrap()
-                .value,
-            1024.0
-        );
+        assert_eq!(value(&m, "zookeeper_latency_avg"), 0.5);
+        assert_eq!(value(&m, "zookeeper_latency_max"), 7.0);
+        assert_eq!(value(&m, "zookeeper_max_file_descriptor_count"), 1024.0);
         assert_eq!(
             sample(&m, "zookeeper_brand_new_key").unwrap().kind,
             Kind::Gauge
@@ -333,13 +397,15 @@ mod tests {
             .iter()
             .find(|s| s.name == "zookeeper_readlatency")
             .unwrap();
-        assert_eq!((read.count, read.sum), (4.0, 6.0));
-        assert_eq!(read.quantiles, vec![(0.5, 1.0), (0.99, 9.0)]);
+        assert_eq!((m.1[read.count], m.1[read.sum]), (4.0, 6.0));
+        let quantiles: Vec<(f64, f64)> =
+            read.quantiles.iter().map(|(q, i)| (*q, m.1[*i])).collect();
+        assert_eq!(quantiles, vec![(0.5, 1.0), (0.99, 9.0)]);
         assert!(
             sample(&m, "zookeeper_readlatency_avg").is_none(),
             "avg is sum/count of the summary"
         );
-        assert_eq!(sample(&m, "zookeeper_readlatency_max").unwrap().value, 9.0);
+        assert_eq!(value(&m, "zookeeper_readlatency_max"), 9.0);
         let qp = m
             .summaries
             .iter()

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::encode::*;
-use super::mntr::{Kind, Mapped, Summary, map_mntr};
+use std::sync::Arc;
+
+use super::mntr::{Kind, Mapped, Summary, Typings};
 use super::names;
 use crate::model::ClusterState;
 
@@ -16,9 +18,12 @@ type ServerLabels<'a> = Labels<'a>;
 /// summary-set `key` label where there is one).
 struct MntrFamily<'a> {
     kind: Kind,
-    help: String,
-    series: Vec<(ServerLabels<'a>, Option<String>, f64)>,
+    source: &'a str,
+    series: Vec<(ServerLabels<'a>, Option<&'a str>, f64)>,
 }
+
+/// One server's reply: its labels, the typing of its key set, its values.
+type Typed<'a> = (ServerLabels<'a>, Arc<Mapped>, &'a [f64]);
 
 const MNTR_UNITS: &str = "as ZooKeeper reports it: times in milliseconds, sizes in bytes";
 
@@ -29,43 +34,43 @@ pub(super) fn encode_mntr_section(
     out: &mut String,
     clusters: &[&ClusterState],
     openmetrics: bool,
+    typings: &mut Typings,
 ) -> fmt::Result {
-    let mapped: Vec<(ServerLabels, Mapped)> = clusters
-        .iter()
-        .filter_map(|c| c.ensemble.as_ref().map(|e| (c, e)))
-        .flat_map(|(c, e)| {
-            e.servers().filter_map(move |(server, h)| {
+    let mut mapped: Vec<Typed> = Vec::new();
+    for c in clusters {
+        let Some(e) = c.ensemble.as_ref() else {
+            continue;
+        };
+        for (server, h) in e.servers() {
+            if let Some(m) = h.mntr() {
                 let labels = Labels::new("cluster", c.name.as_str()).with("server", server);
-                h.mntr().map(|m| (labels, map_mntr(m)))
-            })
-        })
-        .collect();
+                mapped.push((labels, typings.of(m), m.values()));
+            }
+        }
+    }
     encode_samples(out, &mapped, openmetrics)?;
     encode_summaries(out, &mapped)?;
     encode_dropped(out, &mapped)
 }
 
 /// Writes the families typed from mntr keys.
-fn encode_samples(
-    out: &mut String,
-    mapped: &[(ServerLabels, Mapped)],
-    openmetrics: bool,
-) -> fmt::Result {
+fn encode_samples(out: &mut String, mapped: &[Typed], openmetrics: bool) -> fmt::Result {
     use std::fmt::Write;
     let mut families: BTreeMap<&str, MntrFamily> = BTreeMap::new();
-    for (labels, m) in mapped {
+    for (labels, m, values) in mapped {
         for s in &m.samples {
             let f = families
                 .entry(s.name.as_str())
                 .or_insert_with(|| MntrFamily {
                     kind: s.kind,
-                    help: format!("mntr {} ({MNTR_UNITS}).", s.source),
+                    source: &s.source,
                     series: Vec::new(),
                 });
             // A name typed differently by another server version is dropped
             // rather than mixing types in one family.
             if f.kind == s.kind {
-                f.series.push((*labels, s.set_key.clone(), s.value));
+                f.series
+                    .push((*labels, s.set_key.as_deref(), values[s.value]));
             }
         }
     }
@@ -77,7 +82,8 @@ fn encode_samples(
             Kind::Counter if openmetrics => (name.to_owned(), format!("{name}_total"), "counter"),
             Kind::Counter => (format!("{name}_total"), format!("{name}_total"), "counter"),
         };
-        write_header(out, &family_name, &f.help, kind)?;
+        let help = format!("mntr {} ({MNTR_UNITS}).", f.source);
+        write_header(out, &family_name, &help, kind)?;
         for (l, key, value) in &f.series {
             out.push_str(&sample_name);
             match key {
@@ -90,30 +96,36 @@ fn encode_samples(
     Ok(())
 }
 
-/// HELP text and the series of one summary family across servers.
-type SummaryFamily<'a> = (String, Vec<(ServerLabels<'a>, &'a Summary)>);
+/// Source keys and the series of one summary family across servers.
+type SummaryFamily<'a> = (&'a str, Vec<(ServerLabels<'a>, &'a Summary, &'a [f64])>);
 
 /// Writes the summaries folded from mntr; `prometheus-client` has no
 /// summary type, and the text of a summary is the same in both formats.
-fn encode_summaries(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt::Result {
+fn encode_summaries(out: &mut String, mapped: &[Typed]) -> fmt::Result {
     use std::fmt::Write;
     let mut families: BTreeMap<&str, SummaryFamily> = BTreeMap::new();
-    for (labels, m) in mapped {
+    for (labels, m, values) in mapped {
         for s in &m.summaries {
             let f = families
                 .entry(s.name.as_str())
-                .or_insert_with(|| (format!("mntr {} ({MNTR_UNITS}).", s.source), Vec::new()));
-            f.1.push((*labels, s));
+                .or_insert_with(|| (s.source.as_str(), Vec::new()));
+            f.1.push((*labels, s, values));
         }
     }
-    for (name, (help, series)) in families {
-        write_header(out, name, &help, "summary")?;
-        for (l, s) in series {
+    for (name, (source, series)) in families {
+        write_header(
+            out,
+            name,
+            &format!("mntr {source} ({MNTR_UNITS})."),
+            "summary",
+        )?;
+        for (l, s, values) in series {
             let labels = match &s.set_key {
                 Some(k) => l.with("key", k),
                 None => l,
             };
-            for (q, v) in &s.quantiles {
+            for (q, i) in &s.quantiles {
+                let v = values[*i];
                 let q = q.to_string();
                 let with_q = labels.with("quantile", &q);
                 out.push_str(name);
@@ -123,11 +135,11 @@ fn encode_summaries(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt:
             out.push_str(name);
             out.push_str("_sum");
             write_labels(out, labels.pairs());
-            writeln!(out, " {}", s.sum)?;
+            writeln!(out, " {}", values[s.sum])?;
             out.push_str(name);
             out.push_str("_count");
             write_labels(out, labels.pairs());
-            writeln!(out, " {}", s.count)?;
+            writeln!(out, " {}", values[s.count])?;
         }
     }
     Ok(())
@@ -135,7 +147,7 @@ fn encode_summaries(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt:
 
 /// Keys of each server's last `mntr` reply left out because an earlier key
 /// already took their metric name.
-fn encode_dropped(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt::Result {
+fn encode_dropped(out: &mut String, mapped: &[Typed]) -> fmt::Result {
     use std::fmt::Write;
     write_header(
         out,
@@ -143,7 +155,7 @@ fn encode_dropped(out: &mut String, mapped: &[(ServerLabels, Mapped)]) -> fmt::R
         "Keys of the server's last mntr reply not exported because another key already took their metric name.",
         "gauge",
     )?;
-    for (labels, m) in mapped {
+    for (labels, m, _) in mapped {
         out.push_str(names::FOURLW_MNTR_DROPPED_KEYS);
         write_labels(out, labels.pairs());
         writeln!(out, " {}", m.dropped)?;

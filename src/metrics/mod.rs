@@ -56,6 +56,8 @@ pub struct Exposition {
     /// ensemble generations it was written for: rebuilt only after a new
     /// collection, not on every scrape.
     mntr_cache: std::sync::Mutex<[Option<MntrSection>; 2]>,
+    /// `mntr` typings by key set, made once and reused by every collection.
+    typings: std::sync::Mutex<mntr::Typings>,
     /// Length of the last body rendered.
     last_len: std::sync::atomic::AtomicUsize,
 }
@@ -73,6 +75,7 @@ impl Exposition {
             registry,
             clusters,
             mntr_cache: std::sync::Mutex::new([None, None]),
+            typings: std::sync::Mutex::new(mntr::Typings::default()),
             last_len: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -100,7 +103,8 @@ impl Exposition {
             Some((g, text)) if *g == generations => out.push_str(text),
             _ => {
                 let mut text = String::new();
-                encode_mntr_section(&mut text, &clusters, openmetrics)?;
+                let mut typings = self.typings.lock().unwrap_or_else(|p| p.into_inner());
+                encode_mntr_section(&mut text, &clusters, openmetrics, &mut typings)?;
                 out.push_str(&text);
                 *slot = Some((generations, text));
             }

@@ -88,16 +88,25 @@ impl ServerHealth {
         }
     }
 
-    /// `Some(true)` when `ruok` answered `imok`; `None` when not polled.
+    /// `Some(true)` when `ruok` answered `imok`, or was not asked because
+    /// `mntr` gave a server state (it answers only while serving); `None`
+    /// when neither tells.
     pub fn ruok(&self) -> Option<bool> {
-        let exchange = self.last.get(&Command::Ruok)?;
-        Some(matches!(exchange.result, Ok(Reply::Ruok(true))))
+        match self.last.get(&Command::Ruok) {
+            Some(exchange) => Some(matches!(exchange.result, Ok(Reply::Ruok(true)))),
+            None => self.mntr().and_then(Mntr::role).map(|_| true),
+        }
     }
 
+    /// What `isro` answered, or else what `mntr`'s server state says.
     pub fn read_only(&self) -> Option<bool> {
         match self.reply(Command::Isro) {
             Some(Reply::Isro(ro)) => *ro,
-            _ => None,
+            _ if self.last.contains_key(&Command::Isro) => None,
+            _ => self
+                .mntr()
+                .and_then(Mntr::role)
+                .map(|r| r == crate::fourlw::parse::Role::ReadOnly),
         }
     }
 
@@ -140,11 +149,20 @@ impl Ensemble {
     /// Applies one collection. Servers absent from it are forgotten (they
     /// left the configuration or the dynamic membership).
     /// Replies of commands a collection did not poll (the diagnostics'
-    /// `cons` and `dump`) are kept; every polled command is replaced.
+    /// `cons` and `dump`) are kept, except `ruok` and `isro`; every polled
+    /// command is replaced.
     pub fn apply(&mut self, polls: Vec<ServerPoll>) {
         let mut next = BTreeMap::new();
         for poll in polls {
             let mut health = self.servers.remove(&poll.server).unwrap_or_default();
+            // `ruok` and `isro` are skipped while `mntr` gives the server
+            // state (the facts follow from it): an old reply must not
+            // outlive the collection that stopped asking.
+            for skippable in [Command::Ruok, Command::Isro] {
+                if !poll.exchanges.iter().any(|e| e.command == skippable) {
+                    health.last.remove(&skippable);
+                }
+            }
             Self::record(&mut health, poll.exchanges);
             next.insert(poll.server, health);
         }
@@ -258,6 +276,43 @@ mod tests {
             server: server.into(),
             exchanges,
         }
+    }
+
+    #[test]
+    fn ruok_and_isro_follow_from_a_mntr_state_when_not_asked() {
+        let mut e = Ensemble::default();
+        e.apply(vec![
+            poll(
+                "rw",
+                vec![ex(
+                    Command::Mntr,
+                    "zk_server_state\tleader\nzk_znode_count\t5\n",
+                )],
+            ),
+            poll(
+                "ro",
+                vec![ex(
+                    Command::Mntr,
+                    "zk_server_state\tread-only\nzk_znode_count\t5\n",
+                )],
+            ),
+            // Asked (mntr gave no state): the answers themselves count.
+            poll(
+                "asked",
+                vec![
+                    ex(Command::Mntr, "zk_znode_count\t5\n"),
+                    ex(Command::Ruok, ""),
+                    ex(Command::Isro, "null"),
+                ],
+            ),
+        ]);
+        let facts = |s: &str| {
+            let h = e.server(s).unwrap();
+            (h.ruok(), h.read_only())
+        };
+        assert_eq!(facts("rw"), (Some(true), Some(false)));
+        assert_eq!(facts("ro"), (Some(true), Some(true)));
+        assert_eq!(facts("asked"), (Some(false), None));
     }
 
     #[test]

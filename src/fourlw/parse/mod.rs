@@ -80,12 +80,43 @@ impl Role {
 /// lines were skipped (no tab, bad key, unreadable value).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mntr {
-    pub values: Vec<(String, f64)>,
+    /// The numeric keys in reply order, one per line: one string for the
+    /// whole reply (no allocation per key), and the exact text a cached
+    /// typing of the same key set is recognised by.
+    keys: String,
+    values: Vec<f64>,
     pub strings: BTreeMap<String, String>,
     pub skipped: usize,
 }
 
 impl Mntr {
+    /// Adds a numeric key (without line breaks) and its value.
+    pub fn push(&mut self, key: &str, value: f64) {
+        if !self.values.is_empty() {
+            self.keys.push('\n');
+        }
+        self.keys.push_str(key);
+        self.values.push(value);
+    }
+
+    /// The numeric keys, one per line, in reply order.
+    pub fn keys(&self) -> &str {
+        &self.keys
+    }
+
+    /// The numeric values, in the order of [`keys`](Self::keys).
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Numeric keys with their values, in reply order.
+    pub fn numbers(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.keys
+            .split('\n')
+            .zip(self.values.iter().copied())
+            .take(self.values.len())
+    }
+
     pub fn version(&self) -> Option<&str> {
         self.strings
             .get("zk_version")
@@ -124,7 +155,7 @@ pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
             continue;
         }
         match value.parse::<f64>() {
-            Ok(v) if v.is_finite() => mntr.values.push((key.to_owned(), v)),
+            Ok(v) if v.is_finite() => mntr.push(key, v),
             Ok(_) => mntr.skipped += 1,
             Err(_) => {
                 mntr.strings.insert(key.to_owned(), value.to_owned());

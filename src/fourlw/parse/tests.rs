@@ -14,8 +14,8 @@ fn mntr_from_a_real_leader() {
     let m = parse_mntr(&fixture("3.8.0/leader/mntr.txt")).unwrap();
     assert_eq!(m.role(), Some(Role::Leader));
     assert_eq!(m.version(), Some("3.8.0-${mvngit.commit.id}"));
-    assert!(m.values.iter().any(|(k, _)| k == "zk_synced_followers"));
-    assert!(m.values.len() > 400);
+    assert!(m.numbers().any(|(k, _)| k == "zk_synced_followers"));
+    assert!(m.values().len() > 400);
     assert_eq!(m.skipped, 0);
     assert_eq!(
         m.strings.get("zk_peer_state").map(String::as_str),
@@ -30,9 +30,10 @@ fn mntr_skips_what_it_cannot_name() {
     )
     .unwrap();
     assert_eq!(
-        m.values,
-        vec![("zk_ok".to_owned(), 1.0), ("zk_f".to_owned(), 1500.0)]
+        m.numbers().collect::<Vec<_>>(),
+        vec![("zk_ok", 1.0), ("zk_f", 1500.0)]
     );
+    assert_eq!(m.keys(), "zk_ok\nzk_f");
     assert_eq!(m.skipped, 4);
     assert!(parse_mntr("").is_err());
     assert!(parse_mntr("garbage").is_err());

@@ -143,7 +143,7 @@ pub fn interpret_json(command: Command, json: &Value) -> Result<Reply, Failure> 
                 let key = format!("zk_{key}");
                 match value {
                     Value::Number(n) => match n.as_f64() {
-                        Some(f) if f.is_finite() => mntr.values.push((key, f)),
+                        Some(f) if f.is_finite() && !key.contains('\n') => mntr.push(&key, f),
                         _ => mntr.skipped += 1,
                     },
                     Value::String(s) => {
@@ -235,8 +235,8 @@ mod tests {
             panic!()
         };
         assert_eq!(m.role(), Some(Role::Standalone));
-        assert!(m.values.iter().any(|(k, _)| k == "zk_znode_count"));
-        assert!(m.values.iter().any(|(k, _)| k == "zk_p99_readlatency"));
+        assert!(m.numbers().any(|(k, _)| k == "zk_znode_count"));
+        assert!(m.numbers().any(|(k, _)| k == "zk_p99_readlatency"));
         let Ok(Reply::Srvr(s)) = interpret_json(Command::Srvr, &fixture("srvr")) else {
             panic!()
         };

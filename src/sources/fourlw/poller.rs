@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 use super::admin;
 use crate::config::FourLetterWordsConfig;
-use crate::fourlw::{Command, Failure};
+use crate::fourlw::{Command, Failure, Reply};
 use crate::model::SharedCluster;
 use crate::model::ensemble::{Exchange, ServerPoll};
 
@@ -32,6 +32,9 @@ pub struct Poller {
     /// Good replies of commands whose answer is configuration (`conf`,
     /// `envi`), reused for [`STATIC_REFRESH`] to spare the server.
     static_replies: Mutex<HashMap<(String, Command), (Instant, Exchange)>>,
+    /// Servers whose last `mntr` reply gave a server state: `ruok` and
+    /// `isro` are not asked of them (see `poll_server`).
+    mntr_states: Mutex<HashSet<String>>,
 }
 
 /// How long a good `conf` or `envi` reply is reused: it only changes when
@@ -52,6 +55,7 @@ impl Poller {
             refused: Mutex::default(),
             was_up: Mutex::default(),
             static_replies: Mutex::default(),
+            mntr_states: Mutex::default(),
         }
     }
 
@@ -74,13 +78,36 @@ impl Poller {
     }
 
     async fn poll_server(&self, server: &str) -> ServerPoll {
+        let commands = &self.config.commands;
+        // `ruok` and `isro` tell nothing a `mntr` reply with a server state
+        // does not: it only answers while serving (`imok`), and its state
+        // is `read-only` exactly when `isro` says `ro`. They are skipped
+        // while the server's last `mntr` gave a state; everything else is
+        // asked at once, so a hung member still costs one timeout.
+        let skip = commands.contains(&Command::Mntr)
+            && self
+                .mntr_states
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(server);
         let mut exchanges = join_all(
-            self.config
-                .commands
+            commands
                 .iter()
+                .filter(|c| !(skip && matches!(c, Command::Ruok | Command::Isro)))
                 .map(|c| self.exchange(server, *c)),
         )
         .await;
+        let has_state = exchanges
+            .iter()
+            .any(|e| matches!(&e.result, Ok(Reply::Mntr(m)) if m.role().is_some()));
+        {
+            let mut states = self.mntr_states.lock().unwrap_or_else(|p| p.into_inner());
+            if has_state {
+                states.insert(server.to_owned());
+            } else {
+                states.remove(server);
+            }
+        }
         // A server that answers nothing live must not show cached config.
         let live_failure =
             exchanges
