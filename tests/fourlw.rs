@@ -353,7 +353,7 @@ async fn concurrent_scrapes_share_one_collection() {
 async fn ruok_and_isro_are_not_asked_once_mntr_gives_the_state() {
     let zk = shared_server();
     let a = zk.address();
-    let exporter = Exporter::start(&cluster(&[a.clone()], "min_interval = \"0s\""));
+    let exporter = Exporter::start(&cluster(std::slice::from_ref(&a), "min_interval = \"0s\""));
     let asked =
         |m: &Metrics, cmd: &str| m.get("zookeeper_fourlw_up", &[("server", &*a), ("command", cmd)]);
     let m = exporter
