@@ -133,7 +133,7 @@ fn ensemble_cost() {
     apply.sort();
     render.sort();
     println!(
-        "ensemble of 3 (real 3.8 replies, 5 commands): parse+type median {:.2?}, render median {:.2?}",
+        "ensemble of 3 (real 3.8 replies, 5 commands): parse median {:.2?}, type and render median {:.2?}",
         apply[50], render[50]
     );
 }

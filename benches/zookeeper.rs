@@ -213,25 +213,34 @@ fn start_timed(cluster: &str) -> (std::process::Child, u16, Duration) {
 }
 
 fn large_tree(zk: &ZkServer) {
+    scale(zk, 10_000, "");
+}
+
+/// `n` elections x 3 candidates made by `simulate` (no churn), then the
+/// exporter with the default settings plus `extra`: start to `/ready`, RSS
+/// after sync and around 21 scrapes, scrape time and size.
+fn scale(zk: &ZkServer, n: usize, extra: &str) {
     let base = unique_path("bench_large");
+    let elections = n.to_string();
+    let sessions = (n / 350).clamp(30, 50).to_string();
     let log = temp_dir("bench-sim").join("simulate.log");
     let mut sim = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
         .args(["simulate", "--zk", &zk.address(), "--path", &base])
         .args([
             "--elections",
-            "10000",
+            &elections,
             "--candidates",
             "3",
             "--sessions",
-            "30",
+            &sessions,
         ])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     wait_for(
-        "simulate to create 30,000 candidates",
-        Duration::from_secs(300),
+        "simulate to create the candidates",
+        Duration::from_secs(1800),
         || {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if text.contains("ready in") {
@@ -242,7 +251,7 @@ fn large_tree(zk: &ZkServer) {
         },
     );
     let (mut exporter, port, sync) =
-        start_timed(&cluster_config(&zk.address(), &format!("{base}/*"), ""));
+        start_timed(&cluster_config(&zk.address(), &format!("{base}/*"), extra));
     let rss_synced = rss_kib(exporter.id(), "VmRSS:");
     let body = http_get(port, "/metrics").unwrap().1;
     let nodes = body
@@ -251,25 +260,38 @@ fn large_tree(zk: &ZkServer) {
         .unwrap_or("?")
         .to_owned();
     let mut scrapes = Vec::new();
-    let mut series = 0;
+    let (mut series, mut bytes) = (0, 0);
     for _ in 0..21 {
         let t = Instant::now();
         let raw = get_raw(port);
         scrapes.push(t.elapsed());
+        bytes = raw.len();
         series = raw
             .split(|b| *b == b'\n')
             .filter(|l| l.first().is_some_and(|c| *c == b'z'))
             .count();
     }
     scrapes.sort();
-    println!(
-        "(b) 10,000 elections x 3 candidates ({nodes}): process start to /ready 200 in {sync:.2?}; RSS {:.1} MiB after sync, {:.1} MiB after 21 scrapes, peak {:.1} MiB",
-        rss_synced as f64 / 1024.0,
-        rss_kib(exporter.id(), "VmRSS:") as f64 / 1024.0,
-        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0
+    let (after, peak) = (
+        rss_kib(exporter.id(), "VmRSS:"),
+        rss_kib(exporter.id(), "VmHWM:"),
     );
     println!(
-        "(c) GET /metrics with {series} series: median {:.1?}, min {:.1?}, max {:.1?} (request to last byte over loopback)",
+        "(b) {n} elections x 3 candidates ({nodes}){}: process start to /ready 200 in {sync:.2?}; RSS {:.1} MiB after sync, {:.1} MiB after 21 scrapes, peak {:.1} MiB ({:.2} KiB per election incl. the process and scrape peaks; target 1 KiB x elections + 64 MiB = {:.0} MiB)",
+        if extra.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", extra.replace('\n', "; "))
+        },
+        rss_synced as f64 / 1024.0,
+        after as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        peak as f64 / n as f64,
+        n as f64 / 1024.0 + 64.0,
+    );
+    println!(
+        "(c) GET /metrics with {series} series, {:.1} MiB: median {:.1?}, min {:.1?}, max {:.1?} (request to last byte over loopback)",
+        bytes as f64 / (1 << 20) as f64,
         percentile(&scrapes, 0.5),
         scrapes[0],
         scrapes[scrapes.len() - 1]
@@ -278,6 +300,22 @@ fn large_tree(zk: &ZkServer) {
     let _ = sim.kill();
     let _ = exporter.wait();
     let _ = sim.wait();
+}
+
+/// User plus system CPU of `pid` so far, in clock ticks (10 ms).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the
+    // 14th field, stime the 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let at = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    at(11) + at(12)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -306,25 +344,41 @@ fn ensemble_scrapes() {
         exporter
     };
     let variants = [
+        // The ghost check's own rounds are off here: the CPU figure is the
+        // collection's.
         (
             "3 servers x 5 default commands",
             addresses.clone(),
-            "min_interval = \"0s\"",
+            "min_interval = \"0s\"\n[clusters.diagnostics]\nenabled = false",
         ),
         (
             "3 servers x mntr only",
             addresses.clone(),
-            "min_interval = \"0s\"\ncommands = [\"mntr\"]",
+            "min_interval = \"0s\"\ncommands = [\"mntr\"]\n[clusters.diagnostics]\nenabled = false",
         ),
     ];
+    let ports: Vec<u16> = ensemble.servers.iter().map(|s| s.port).collect();
     for (what, servers, commands) in variants {
         let exporter = exporter_for(&servers, commands);
-        let (mut raw, mut scrape) = (Vec::new(), Vec::new());
+        let (mut raw, mut minimal, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
         let mut series = 0;
-        for _ in 0..60 {
+        let cpu_before = cpu_ticks(exporter.pid());
+        let rounds = 300;
+        for _ in 0..rounds {
             let t = Instant::now();
             four_letter(ensemble.servers[0].port, "mntr").unwrap();
             raw.push(t.elapsed());
+            // The floor: mntr and srvr of every member, all at once, each
+            // on its own connection, replies read whole and dropped.
+            let t = Instant::now();
+            std::thread::scope(|scope| {
+                for port in &ports {
+                    for word in ["mntr", "srvr"] {
+                        scope.spawn(move || four_letter(*port, word).unwrap());
+                    }
+                }
+            });
+            minimal.push(t.elapsed());
             let t = Instant::now();
             let body = get_raw(exporter.port);
             scrape.push(t.elapsed());
@@ -333,10 +387,12 @@ fn ensemble_scrapes() {
                 .filter(|l| l.first() == Some(&b'z'))
                 .count();
         }
-        let (raw, scrape) = (median(raw), median(scrape));
+        let cpu = (cpu_ticks(exporter.pid()) - cpu_before) as f64 * 10.0 / f64::from(rounds);
+        let (raw, minimal, scrape) = (median(raw), median(minimal), median(scrape));
         println!(
-            "(d) {what} ({series} series), every scrape a fresh collection: raw mntr round trip median {raw:.2?}; GET /metrics median {scrape:.2?}; ratio {:.2}",
-            scrape.as_secs_f64() / raw.as_secs_f64()
+            "(d) {what} ({series} series), every scrape a fresh collection: raw mntr round trip median {raw:.2?}; minimal parallel mntr+srvr client to the 3 members {minimal:.2?}; GET /metrics median {scrape:.2?}; ratio {:.2} to one mntr, {:.2} to the minimal client; exporter CPU {cpu:.2} ms per scrape",
+            scrape.as_secs_f64() / raw.as_secs_f64(),
+            scrape.as_secs_f64() / minimal.as_secs_f64()
         );
     }
     let cached_exporter = exporter_for(&addresses, "min_interval = \"60s\"");
@@ -521,6 +577,22 @@ async fn canary(zk: &ZkServer) {
 }
 
 fn main() {
+    // `cargo bench --bench zookeeper -- scale`: 100,000 and 200,000
+    // elections (minutes, and a 3 GiB ZooKeeper heap), apart from the rest.
+    if std::env::args().any(|a| a == "scale") {
+        // SAFETY: set before any thread of this process reads the environment.
+        unsafe { std::env::set_var("ZKEE_ZK_HEAP", "3g") };
+        let zk = ZkServer::start();
+        for n in [100_000, 200_000] {
+            scale(&zk, n, "");
+            scale(&zk, n, &format!("max_elections = {n}"));
+        }
+        return;
+    }
+    if std::env::args().any(|a| a == "ensemble") {
+        ensemble_scrapes();
+        return;
+    }
     let zk = ZkServer::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -57,14 +57,21 @@ pub(super) fn histogram(
 
 /// Escapes a label value or HELP text for both text formats.
 pub(super) fn escape(s: &str, out: &mut String) {
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
+    // Almost every value needs nothing escaped: copy runs between the three
+    // bytes that do (all ASCII, so byte positions are char boundaries).
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escaped = match b {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            b'\n' => "\\n",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        out.push_str(escaped);
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
 }
 
 pub(super) fn write_labels(out: &mut String, labels: &[(&str, &str)]) {

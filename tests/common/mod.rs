@@ -244,8 +244,10 @@ impl ZkServer {
             .append(true)
             .open(self.dir.join("server.log"))
             .unwrap();
+        // Benchmarks of large trees raise the heap (ZKEE_ZK_HEAP, e.g. "2g").
+        let heap = std::env::var("ZKEE_ZK_HEAP").unwrap_or_else(|_| "256m".into());
         let command = format!(
-            "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg}",
+            "java -Xmx{heap} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg}",
             dir = self.dir.display(),
             cfg = self.config.display(),
         );
