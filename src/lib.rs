@@ -39,6 +39,9 @@
 //! No handler waits on the ZooKeeper session; `/metrics` alone first runs
 //! the bounded four-letter-word collection.
 //!
+//! [`os`] tells the C allocator how this process uses memory; it imports
+//! nothing of the crate.
+//!
 //! [`ask`]: sources::fourlw::ask
 
 pub mod agent;
@@ -48,6 +51,7 @@ pub mod fourlw;
 pub mod http;
 pub mod metrics;
 pub mod model;
+pub mod os;
 pub mod simulate;
 pub mod sources;
 

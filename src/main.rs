@@ -10,6 +10,7 @@ use zk_election_exporter::cli::{Cli, Command};
 use zk_election_exporter::{config, simulate};
 
 fn main() -> ExitCode {
+    zk_election_exporter::os::cap_allocator_arenas();
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
         eprintln!(

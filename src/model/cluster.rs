@@ -177,18 +177,34 @@ impl ClusterState {
     pub fn apply_listing(
         &mut self,
         i: usize,
-        mut listing: Vec<(String, Vec<tree::ChildNode>)>,
+        listing: Vec<(String, Vec<tree::ChildNode>)>,
         now: election::Now,
     ) {
-        let budget = self.room(i) + self.trees[i].parent_count();
-        if listing.len() > budget {
-            let tree = &self.trees[i];
-            listing.sort_by_key(|(path, _)| !tree.has_parent(path));
-            let dropped = listing.len() - budget;
-            listing.truncate(budget);
+        let listed: std::collections::HashSet<String> =
+            listing.iter().map(|(p, _)| p.clone()).collect();
+        self.apply_listing_part(i, listing, now);
+        self.trees[i].finish_listing(&|p| listed.contains(p));
+    }
+
+    /// Applies part of a full listing of tree `i` within the guard (see
+    /// [`apply_listing`](Self::apply_listing)); the tree's
+    /// `finish_listing` ends it.
+    pub fn apply_listing_part(
+        &mut self,
+        i: usize,
+        mut part: Vec<(String, Vec<tree::ChildNode>)>,
+        now: election::Now,
+    ) {
+        let tree = &self.trees[i];
+        let known = part.iter().filter(|(p, _)| tree.has_parent(p)).count();
+        let budget = self.room(i) + known;
+        if part.len() > budget {
+            part.sort_by_key(|(path, _)| !tree.has_parent(path));
+            let dropped = part.len() - budget;
+            part.truncate(budget);
             self.drop_parents(i, dropped);
         }
-        self.trees[i].apply_listing(listing, now);
+        self.trees[i].apply_listing_part(part, now);
     }
 
     /// A node matching tree `i`'s glob appeared; admitted if there is room.

@@ -33,8 +33,20 @@ pub trait TreeContent {
     fn kind(&self) -> ContentKind;
 
     /// A full listing; `resync` when it follows an earlier one (changes
-    /// since then count as joins and leaves).
-    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool);
+    /// since then count as joins and leaves). Parents it does not hold are
+    /// gone.
+    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool) {
+        let listed: std::collections::HashSet<String> =
+            listing.iter().map(|(p, _)| p.clone()).collect();
+        self.apply_listing_part(listing, now, resync);
+        self.retain_parents(&|p| listed.contains(p));
+    }
+    /// Part of a full listing (large trees are listed in slices, so the
+    /// listing is never held whole); [`retain_parents`](Self::retain_parents)
+    /// ends it.
+    fn apply_listing_part(&mut self, part: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool);
+    /// Drops every parent (matching node) for which `keep` is false.
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool);
     /// A matching node appeared (or was found). No-op if known.
     fn parent_created(&mut self, path: &str, now: Now);
     fn parent_deleted(&mut self, path: &str);

@@ -138,10 +138,13 @@ impl TreeContent for GroupTree {
 
     /// Applies a full listing. The first (`resync` false) loads without
     /// counting; later ones count joins and leaves of the outage once.
-    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, _now: Now, resync: bool) {
-        let mut seen = BTreeSet::new();
+    fn apply_listing_part(
+        &mut self,
+        listing: Vec<(String, Vec<ChildNode>)>,
+        _now: Now,
+        resync: bool,
+    ) {
         for (path, children) in listing {
-            seen.insert(path.clone());
             let live: BTreeMap<String, Option<Member>> = children
                 .iter()
                 .map(|c| (c.name.clone(), self.member(c)))
@@ -166,7 +169,10 @@ impl TreeContent for GroupTree {
                 }
             }
         }
-        self.groups.retain(|path, _| seen.contains(path));
+    }
+
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+        self.groups.retain(|path, _| keep(path));
     }
 
     fn parent_created(&mut self, path: &str, _now: Now) {

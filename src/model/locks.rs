@@ -222,10 +222,13 @@ impl TreeContent for LockTree {
         ContentKind::Lock
     }
 
-    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool) {
-        let mut seen = BTreeSet::new();
+    fn apply_listing_part(
+        &mut self,
+        listing: Vec<(String, Vec<ChildNode>)>,
+        now: Now,
+        resync: bool,
+    ) {
         for (path, children) in listing {
-            seen.insert(path.clone());
             let lock = self.locks.entry(path).or_default();
             lock.contenders.clear();
             lock.ignored.clear();
@@ -234,7 +237,10 @@ impl TreeContent for LockTree {
             }
             lock.settle(now.mono, resync, false, &mut self.holds);
         }
-        self.locks.retain(|path, _| seen.contains(path));
+    }
+
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+        self.locks.retain(|path, _| keep(path));
     }
 
     fn parent_created(&mut self, path: &str, _now: Now) {

@@ -92,6 +92,25 @@ impl SharedCluster {
         }
     }
 
+    /// Part of a full listing of tree `i` arrived (large trees are listed
+    /// in slices); [`tree_listing_done`](Self::tree_listing_done) ends it.
+    pub fn tree_listing_part(&self, i: usize, part: Vec<(String, Vec<ChildNode>)>, now: Now) {
+        self.write().apply_listing_part(i, part, now);
+    }
+
+    /// The listing of tree `i` given in parts is complete: parents for
+    /// which `listed` is false are gone. Says what [`tree_listed`]
+    /// (Self::tree_listed) says.
+    pub fn tree_listing_done(&self, i: usize, listed: &dyn Fn(&str) -> bool) -> Listed {
+        let mut g = self.write();
+        let recovered = g.trees[i].sync_error().is_some();
+        g.trees[i].finish_listing(listed);
+        Listed {
+            recovered,
+            drops_to_report: g.drops_to_report(),
+        }
+    }
+
     /// Watching or listing tree `i` failed with `message`; true when the
     /// message is new (log it), false when it repeats.
     pub fn tree_failed(&self, i: usize, message: String) -> bool {

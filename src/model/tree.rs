@@ -218,6 +218,25 @@ impl Tree {
     pub fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now) {
         let resync = self.loaded;
         self.content_mut().apply_listing(listing, now, resync);
+        self.listing_done();
+    }
+
+    /// Part of a full listing, which [`finish_listing`](Self::finish_listing)
+    /// ends: a tree of a million elections is listed in slices, never held
+    /// whole.
+    pub fn apply_listing_part(&mut self, part: Vec<(String, Vec<ChildNode>)>, now: Now) {
+        let resync = self.loaded;
+        self.content_mut().apply_listing_part(part, now, resync);
+    }
+
+    /// Ends a listing given in parts: parents for which `listed` is false
+    /// are gone.
+    pub fn finish_listing(&mut self, listed: &dyn Fn(&str) -> bool) {
+        self.content_mut().retain_parents(listed);
+        self.listing_done();
+    }
+
+    fn listing_done(&mut self) {
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;
@@ -322,6 +341,35 @@ mod tests {
             1
         );
         assert_eq!(t.content_kind(), ContentKind::Election);
+    }
+
+    #[test]
+    fn a_listing_in_parts_is_a_listing() {
+        let mut t = Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node);
+        t.apply_listing(
+            vec![
+                ("/b/1".into(), vec![child("n_0000000001")]),
+                ("/b/2".into(), vec![child("n_0000000001")]),
+            ],
+            now(),
+        );
+        // A resync in two parts: /b/2 is gone, /b/3 is new, /b/1 switched.
+        t.mark_unsynced();
+        t.apply_listing_part(vec![("/b/1".into(), vec![child("n_0000000002")])], now());
+        assert!(!t.synced(), "not synced until the listing ends");
+        t.apply_listing_part(vec![("/b/3".into(), vec![])], now());
+        t.finish_listing(&|p| p == "/b/1" || p == "/b/3");
+        let e = t.as_elections().unwrap();
+        assert!(t.synced());
+        assert_eq!(
+            e.elections().map(|(p, _)| p).collect::<Vec<_>>(),
+            ["/b/1", "/b/3"]
+        );
+        assert_eq!(
+            e.election("/b/1").unwrap().changes(),
+            1,
+            "counted as a resync"
+        );
     }
 
     #[test]

@@ -145,6 +145,18 @@ pub struct Facts {
     pub record: Option<String>,
 }
 
+/// The node (parent) that holds election `key`: itself (sequential), or
+/// the node election's parent.
+fn parent_of<'a>(style: &Style, key: &'a str) -> &'a str {
+    match style {
+        Style::Sequential => key,
+        Style::Node(_) => match key.rfind('/') {
+            Some(0) | None => "/",
+            Some(cut) => &key[..cut],
+        },
+    }
+}
+
 /// A sequential election below its `min_candidates`, before or after a
 /// change, needs attention (node elections count their standbys in another
 /// tree; their shortfall is judged when exported).
@@ -341,8 +353,12 @@ impl TreeContent for ElectionTree {
     ///
     /// The first listing (`resync` false) only loads state. Later ones
     /// (after a reconnect) count what changed during the outage, exactly once.
-    fn apply_listing(&mut self, listing: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool) {
-        let mut seen = BTreeSet::new();
+    fn apply_listing_part(
+        &mut self,
+        listing: Vec<(String, Vec<ChildNode>)>,
+        now: Now,
+        resync: bool,
+    ) {
         for (parent, children) in listing {
             let path = self.key(&parent);
             let mut facts = self.facts(&path).cloned().unwrap_or_default();
@@ -391,9 +407,12 @@ impl TreeContent for ElectionTree {
                     );
                 }
             }
-            seen.insert(path);
         }
-        self.elections.retain(|path, _| seen.contains(&**path));
+    }
+
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+        let style = self.spec.style.clone();
+        self.elections.retain(|key, _| keep(parent_of(&style, key)));
     }
 
     /// A node matching the glob was created (or found). No-op if known.

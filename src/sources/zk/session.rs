@@ -19,15 +19,16 @@ use super::connect::{Backoff, connect, describe_connect_error, describe_sync_err
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
-    Applied, MAX_EVENTS_PER_BATCH, Route, TreeEvent, TreeWatch, apply_events, list_tree,
-    read_outer_record, start_watch,
+    Applied, LISTING_SLICE, MAX_EVENTS_PER_BATCH, Route, TreeEvent, TreeWatch, apply_events,
+    list_parents, list_part, read_outer_record, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
+use crate::model::SharedCluster;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
+use crate::model::shared::Listed;
 use crate::model::tree::{ChildNode, TreePattern};
-use crate::model::{SharedCluster, TreeChange};
 use crate::sources::discovery;
 
 /// How often `/zookeeper/config` is re-read for ensemble members.
@@ -44,8 +45,18 @@ fn ephemeral_election_node(node: &str) -> String {
     )
 }
 
-/// Why a tree could not be synced, in operator terms.
-struct Misfit(String);
+/// Why a tree could not be synced: ZooKeeper trouble, or a misfit said in
+/// operator terms.
+enum SyncError {
+    Zk(zookeeper_client::Error),
+    Misfit(String),
+}
+
+impl From<zookeeper_client::Error> for SyncError {
+    fn from(e: zookeeper_client::Error) -> Self {
+        Self::Zk(e)
+    }
+}
 
 /// Why a client's life ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,6 +457,8 @@ impl<'a> Session<'a> {
         for i in 0..self.watched.len() {
             self.sync_tree(i).await;
         }
+        // The listings' buffers are gone: give their pages back.
+        crate::os::release_freed_memory();
     }
 
     /// Replaces the tree's watches and re-lists it.
@@ -456,7 +469,7 @@ impl<'a> Session<'a> {
         let mut result = self.list(i, &pattern).await;
         if self.mode == Mode::Persistent
             && self.cfg.watch_mode == WatchMode::Auto
-            && result.as_ref().is_err_and(is_unsupported)
+            && matches!(&result, Err(SyncError::Zk(e)) if is_unsupported(e))
         {
             warn!(
                 cluster = %self.cfg.name,
@@ -465,20 +478,8 @@ impl<'a> Session<'a> {
             self.mode = Mode::Oneshot;
             result = self.list(i, &pattern).await;
         }
-        let result = match result {
-            Ok((listing, record)) => match self.ephemeral_election_node(i, &listing).await {
-                Some(node) => Err(Misfit(ephemeral_election_node(&node))),
-                None => Ok((listing, record)),
-            },
-            Err(e) => Err(Misfit(describe_sync_error(self.cfg, &pattern, &e))),
-        };
         match result {
-            Ok((listing, record)) => {
-                let now = Now::current();
-                let listed = self.state.tree_listed(i, listing, now);
-                if let Some(record) = record {
-                    self.state.trees_changed(vec![(i, record)], now);
-                }
+            Ok(listed) => {
                 if listed.recovered {
                     info!(cluster = %self.cfg.name, tree = %pattern.as_str(), "tree synced again");
                 }
@@ -487,7 +488,11 @@ impl<'a> Session<'a> {
                 }
                 self.watched[i].current = Some(self.generation);
             }
-            Err(Misfit(message)) => {
+            Err(e) => {
+                let message = match e {
+                    SyncError::Misfit(m) => m,
+                    SyncError::Zk(e) => describe_sync_error(self.cfg, &pattern, &e),
+                };
                 self.watched[i].watch = None;
                 if self.state.tree_failed(i, message.clone()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
@@ -525,12 +530,11 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Places the watches of tree `i` and lists it, in the current mode.
-    async fn list(
-        &mut self,
-        i: usize,
-        pattern: &TreePattern,
-    ) -> Result<(Vec<(String, Vec<ChildNode>)>, Option<TreeChange>), zookeeper_client::Error> {
+    /// Places the watches of tree `i`, lists it and applies the listing, in
+    /// the current mode. With persistent watches the listing arrives in
+    /// slices of [`LISTING_SLICE`] parents, each applied before the next
+    /// is read: memory stays bounded whatever the tree's size.
+    async fn list(&mut self, i: usize, pattern: &TreePattern) -> Result<Listed, SyncError> {
         match self.mode {
             Mode::Persistent => {
                 let watch = start_watch(
@@ -542,12 +546,25 @@ impl<'a> Session<'a> {
                 )
                 .await?;
                 self.watched[i].watch = Some(watch);
-                let listing = list_tree(&self.client, pattern, &self.state).await?;
+                let parents = list_parents(&self.client, pattern, &self.state).await?;
+                let mut listed: HashSet<String> = HashSet::with_capacity(parents.len());
+                for slice in parents.chunks(LISTING_SLICE) {
+                    let part = list_part(&self.client, slice, &self.state).await?;
+                    if let Some(node) = self.ephemeral_election_node(i, &part).await {
+                        return Err(SyncError::Misfit(ephemeral_election_node(&node)));
+                    }
+                    listed.extend(part.iter().map(|(p, _)| p.clone()));
+                    self.state.tree_listing_part(i, part, Now::current());
+                }
                 let record = match self.state.outer_record(i) {
                     Some(r) => Some(read_outer_record(&self.client, r, &self.state).await?),
                     None => None,
                 };
-                Ok((listing, record))
+                let done = self.state.tree_listing_done(i, &|p| listed.contains(p));
+                if let Some(record) = record {
+                    self.state.trees_changed(vec![(i, record)], Now::current());
+                }
+                Ok(done)
             }
             Mode::Oneshot => {
                 let sink = Sink {
@@ -568,7 +585,10 @@ impl<'a> Session<'a> {
                         "the election record {record} is only followed with persistent watches (ZooKeeper >= 3.6); zookeeper_election_record_agrees stays absent"
                     );
                 }
-                Ok((listing, None))
+                if let Some(node) = self.ephemeral_election_node(i, &listing).await {
+                    return Err(SyncError::Misfit(ephemeral_election_node(&node)));
+                }
+                Ok(self.state.tree_listed(i, listing, Now::current()))
             }
         }
     }

@@ -107,12 +107,13 @@ async fn list_children(
     lists.into_iter().map(as_children).collect()
 }
 
-/// Lists every election matching `pattern` with its children, level by level.
-pub async fn list_tree(
+/// The nodes matching `pattern` (elections, groups or locks), found level
+/// by level.
+pub async fn list_parents(
     client: &Client,
     pattern: &TreePattern,
     state: &SharedCluster,
-) -> Result<Vec<(String, Vec<ChildNode>)>, zookeeper_client::Error> {
+) -> Result<Vec<String>, zookeeper_client::Error> {
     let mut level = vec![pattern.root()];
     for segment in pattern.segments_below_root() {
         level = match segment {
@@ -132,9 +133,24 @@ pub async fn list_tree(
             }
         };
     }
-    let listed = list_children(client, &level, state).await?;
-    let elections: Vec<(String, Vec<String>)> = level
-        .into_iter()
+    Ok(level)
+}
+
+/// Parents listed per slice of a large tree: each slice's children are
+/// read and applied before the next, so a tree of a million elections is
+/// never held whole in memory (one slice is a few multi-reads).
+pub const LISTING_SLICE: usize = 2048;
+
+/// `parents` (a slice of [`list_parents`]) with their children; parents
+/// deleted meanwhile are left out.
+pub async fn list_part(
+    client: &Client,
+    parents: &[String],
+    state: &SharedCluster,
+) -> Result<Vec<(String, Vec<ChildNode>)>, zookeeper_client::Error> {
+    let listed = list_children(client, parents, state).await?;
+    let elections: Vec<(&String, Vec<String>)> = parents
+        .iter()
         .zip(listed)
         .filter_map(|(path, children)| children.map(|c| (path, c)))
         .collect();
@@ -149,7 +165,7 @@ pub async fn list_tree(
         .into_iter()
         .map(|(path, children)| {
             let read: Vec<ChildNode> = nodes.by_ref().take(children.len()).flatten().collect();
-            (path, read)
+            (path.clone(), read)
         })
         .collect())
 }
