@@ -579,6 +579,13 @@ async fn canary(zk: &ZkServer) {
 fn main() {
     // `cargo bench --bench zookeeper -- scale`: 100,000 and 200,000
     // elections (minutes, and a 3 GiB ZooKeeper heap), apart from the rest.
+    if std::env::args().any(|a| a == "scale200") {
+        // SAFETY: set before any thread of this process reads the environment.
+        unsafe { std::env::set_var("ZKEE_ZK_HEAP", "3g") };
+        let zk = ZkServer::start();
+        scale(&zk, 200_000, "");
+        return;
+    }
     if std::env::args().any(|a| a == "scale") {
         // SAFETY: set before any thread of this process reads the environment.
         unsafe { std::env::set_var("ZKEE_ZK_HEAP", "3g") };

@@ -12,6 +12,11 @@ pub fn cap_allocator_arenas() {
     // the runtime's threads start.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+        // A fixed threshold: buffers of a MiB and more (a scrape's body,
+        // a survey of every election) are mapped apart and unmapped when
+        // freed, instead of the heap keeping them after glibc raises the
+        // threshold on its own.
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 
