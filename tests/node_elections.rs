@@ -35,6 +35,23 @@ fn config(servers: &str, chroot: &str) -> String {
     )
 }
 
+/// The quick start: `--zk` and one `--system KIND:ROOT` per entry, no
+/// configuration file (the cluster is named `default`).
+fn with_systems(zk: &ZkServer, systems: &[String]) -> Exporter {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut list = vec![
+        "--zk".to_owned(),
+        zk.address(),
+        "--no-four-letter-words".into(),
+    ];
+    for s in systems {
+        list.extend(["--system".to_owned(), s.clone()]);
+    }
+    list.extend(["--web.listen-address".to_owned(), listen]);
+    Exporter::spawn(&list, &[], port)
+}
+
 fn labels() -> [(&'static str, &'static str); 2] {
     [("cluster", "test"), ("election", "/controller")]
 }
@@ -433,22 +450,7 @@ async fn known_systems_from_the_command_line() {
             .await
             .unwrap();
     }
-    let port = free_port();
-    let exporter = Exporter::spawn(
-        &args(&[
-            "--zk",
-            &zk.address(),
-            "--no-four-letter-words",
-            "--system",
-            &format!("kafka:{kafka}"),
-            "--system",
-            &format!("hbase:{hbase}"),
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-        ]),
-        &[],
-        port,
-    );
+    let exporter = with_systems(zk, &[format!("kafka:{kafka}"), format!("hbase:{hbase}")]);
     let controller = format!("{kafka}/controller");
     let master = format!("{hbase}/master");
     // The quick start names its cluster `default`.
@@ -568,20 +570,7 @@ async fn solr_overseer_record_is_read_beside_its_sequential_election() {
         .create(&leader, &record(&nodes[0].1), &ephemeral)
         .await
         .unwrap();
-    let port = free_port();
-    let exporter = Exporter::spawn(
-        &args(&[
-            "--zk",
-            &zk.address(),
-            "--no-four-letter-words",
-            "--system",
-            &format!("solr:{solr}"),
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-        ]),
-        &[],
-        port,
-    );
+    let exporter = with_systems(zk, &[format!("solr:{solr}")]);
     let labels = [("cluster", "default"), ("election", election.as_str())];
     let agrees = |m: &Metrics| m.get("zookeeper_election_record_agrees", &labels);
     let m = exporter
