@@ -12,6 +12,8 @@ use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 use zk_election_exporter::model::{ClusterState, SharedCluster};
 
 fn main() {
+    // As the binary does at start.
+    zk_election_exporter::os::cap_allocator_arenas();
     ensemble_cost();
     for elections in [10_000, 100_000, 200_000] {
         // Every election exported: the per-series cost as size grows.

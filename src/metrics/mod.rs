@@ -86,6 +86,7 @@ impl Exposition {
         // copies it again and again.
         let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
         let mut out = String::with_capacity((last + last / 16).max(1 << 16));
+        crate::os::prefer_huge_pages(&mut out);
         if openmetrics {
             prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
         } else {
