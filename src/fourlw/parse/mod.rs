@@ -401,7 +401,10 @@ pub struct Dump {
     /// The time is `None` when the server prints it in a zone other than
     /// UTC/GMT (Java's `Date.toString` uses the server's zone).
     pub sessions: Vec<(i64, Option<std::time::SystemTime>)>,
-    pub ephemerals: BTreeMap<i64, Vec<String>>,
+    /// Ephemeral nodes per session: counted, not kept (the leader lists
+    /// every ephemeral path, hundreds of thousands on the seeds' ensembles,
+    /// on every round).
+    pub ephemerals: BTreeMap<i64, usize>,
 }
 
 fn hex_session(s: &str) -> Option<i64> {
@@ -475,10 +478,7 @@ pub fn parse_dump(reply: &str) -> Result<Dump, ParseError> {
             } else if trimmed.starts_with('/')
                 && let Some(id) = owner
             {
-                dump.ephemerals
-                    .entry(id)
-                    .or_default()
-                    .push(trimmed.to_owned());
+                *dump.ephemerals.entry(id).or_default() += 1;
             }
         }
     }
