@@ -66,6 +66,9 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
         }
         times.sort();
         let median = times[times.len() / 2];
+        if !openmetrics && elections <= 100_000 && cap == elections {
+            gzip_cost(&exposition.render(false).unwrap());
+        }
         println!(
             "render {elections} elections, cap {cap}, {}: {} series, {:.1} MiB, median {:.1?} ({:.3} us/series), min {:.1?}, max {:.1?}",
             if openmetrics {
@@ -138,4 +141,28 @@ fn ensemble_cost() {
         "ensemble of 3 (real 3.8 replies, 5 commands): parse median {:.2?}, type and render median {:.2?}",
         apply[50], render[50]
     );
+}
+
+/// Compressing one body at gzip levels 1 and 6: time and size.
+fn gzip_cost(body: &str) {
+    use std::io::Write;
+    for level in [1, 6] {
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..5 {
+            let start = Instant::now();
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+            e.write_all(body.as_bytes()).unwrap();
+            size = e.finish().unwrap().len();
+            times.push(start.elapsed());
+        }
+        times.sort();
+        println!(
+            "gzip level {level} of {:.1} MiB: median {:.1?}, {:.2} MiB ({:.1}x smaller)",
+            body.len() as f64 / (1 << 20) as f64,
+            times[2],
+            size as f64 / (1 << 20) as f64,
+            body.len() as f64 / size as f64
+        );
+    }
 }

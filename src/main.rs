@@ -24,6 +24,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if let Some((old, new)) = zk_election_exporter::os::raise_open_files_limit() {
+        tracing::info!(
+            soft = old,
+            raised_to = new,
+            "raised the soft limit of open files to the hard limit"
+        );
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -55,3 +55,34 @@ pub fn prefer_huge_pages(buffer: &mut String) {
         }
     }
 }
+
+/// Raises the soft limit of open files to the hard limit, as Prometheus's
+/// own exporters do: every scrape, four-letter word and ZooKeeper session
+/// is a descriptor, and a soft limit of 1,024 (or 128 in some containers)
+/// is reached long before the hard one. Returns (old, new) when it changed.
+pub fn raise_open_files_limit() -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit read and write the struct passed.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0
+                || limit.rlim_cur >= limit.rlim_max
+            {
+                return None;
+            }
+            let old = limit.rlim_cur;
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return None;
+            }
+            #[allow(clippy::unnecessary_cast)]
+            Some((old as u64, limit.rlim_cur as u64))
+        }
+    }
+    #[cfg(not(unix))]
+    None
+}

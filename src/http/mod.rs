@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -32,41 +33,97 @@ pub struct AppState {
 }
 
 /// The last rendered body per format (text, OpenMetrics) with the moment
-/// its render began. A scrape that finds a render begun after it asked
-/// takes that body instead of rendering its own: N concurrent or slow
-/// scrapers cost one render and one body, and none gets a body older than
-/// its request.
+/// its render began, and its gzip once a scraper asked for one. A scrape
+/// that finds a render begun after it asked takes that body instead of
+/// rendering its own: N concurrent or slow scrapers cost one render, one
+/// compression and one body, and none gets a body older than its request.
 #[derive(Debug, Default)]
 pub struct Bodies {
-    slots: [tokio::sync::Mutex<Option<(Instant, axum::body::Bytes)>>; 2],
+    slots: [tokio::sync::Mutex<Option<Rendered>>; 2],
 }
 
+#[derive(Debug)]
+struct Rendered {
+    began: Instant,
+    plain: Bytes,
+    gzip: Option<Bytes>,
+}
+
+/// gzip level of the exposition: level 1 makes a 100,000-series body 27×
+/// smaller in a quarter of its render time; level 6 gains 15 % of size for
+/// eight times the CPU (docs/benchmarks.md).
+const GZIP_LEVEL: u32 = 1;
+
 impl Bodies {
-    /// The body for a scrape that asked at `asked`: shared if a render
-    /// began since, else rendered now (one render at a time per format).
+    /// The body for a scrape that asked at `asked`, gzipped when `gzip`:
+    /// shared if a render began since, else rendered now (one render at a
+    /// time per format).
     async fn get(
         &self,
         exposition: &Arc<Exposition>,
         openmetrics: bool,
         asked: Instant,
-    ) -> Option<axum::body::Bytes> {
+        gzip: bool,
+    ) -> Option<Bytes> {
         let mut slot = self.slots[usize::from(openmetrics)].lock().await;
-        if let Some((began, body)) = slot.as_ref()
-            && *began >= asked
-        {
-            return Some(body.clone());
+        let fresh = slot.as_ref().is_some_and(|r| r.began >= asked);
+        if !fresh {
+            let began = Instant::now();
+            let exposition = exposition.clone();
+            // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
+            let body = tokio::task::spawn_blocking(move || exposition.render(openmetrics))
+                .await
+                .ok()?
+                .ok()?;
+            *slot = Some(Rendered {
+                began,
+                plain: Bytes::from(body),
+                gzip: None,
+            });
         }
-        let began = Instant::now();
-        let exposition = exposition.clone();
-        // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
-        let body = tokio::task::spawn_blocking(move || exposition.render(openmetrics))
-            .await
-            .ok()?
-            .ok()?;
-        let body = axum::body::Bytes::from(body);
-        *slot = Some((began, body.clone()));
-        Some(body)
+        let rendered = slot.as_mut()?;
+        if !gzip {
+            return Some(rendered.plain.clone());
+        }
+        if rendered.gzip.is_none() {
+            let plain = rendered.plain.clone();
+            let zipped = tokio::task::spawn_blocking(move || compress(&plain))
+                .await
+                .ok()??;
+            rendered.gzip = Some(zipped);
+        }
+        rendered.gzip.clone()
     }
+}
+
+fn compress(plain: &[u8]) -> Option<Bytes> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(plain.len() / 8),
+        flate2::Compression::new(GZIP_LEVEL),
+    );
+    encoder.write_all(plain).ok()?;
+    encoder.finish().ok().map(Bytes::from)
+}
+
+/// Whether the request accepts a gzip body (`Accept-Encoding: gzip`, not
+/// with `q=0`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
 }
 
 /// The router, exposed for tests and benchmarks.
@@ -78,7 +135,18 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(ready))
         .route("/api/v1/trees", get(api::trees))
         .route("/api/v1/elections/{*path}", get(api::election))
+        .layer(axum::middleware::map_response(security_headers))
         .with_state(state)
+}
+
+/// Headers every response carries: browsers must not guess a JSON or
+/// text body to be something else.
+async fn security_headers(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests.
@@ -122,12 +190,13 @@ fn wants_openmetrics(headers: &HeaderMap) -> bool {
 
 async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let openmetrics = wants_openmetrics(&headers);
+    let gzip = accepts_gzip(&headers);
     // Bounded by each poller's timeout; the only wait a scrape has.
     join_all(state.pollers.iter().map(|p| p.collect())).await;
     let asked = Instant::now();
     match state
         .bodies
-        .get(&state.exposition, openmetrics, asked)
+        .get(&state.exposition, openmetrics, asked, gzip)
         .await
     {
         Some(body) => {
@@ -136,7 +205,19 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
             } else {
                 metrics::TEXT_CONTENT_TYPE
             };
-            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+            let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+            let h = response.headers_mut();
+            h.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept-Encoding"),
+            );
+            if gzip {
+                h.insert(
+                    header::CONTENT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+            }
+            response
         }
         _ => (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -205,9 +286,9 @@ mod tests {
         let asked = Instant::now();
         let scrapes = (0..8).map(|_| {
             let (bodies, exposition) = (bodies.clone(), exposition.clone());
-            tokio::spawn(async move { bodies.get(&exposition, false, asked).await.unwrap() })
+            tokio::spawn(async move { bodies.get(&exposition, false, asked, false).await.unwrap() })
         });
-        let got: Vec<axum::body::Bytes> = join_all(scrapes)
+        let got: Vec<Bytes> = join_all(scrapes)
             .await
             .into_iter()
             .map(Result::unwrap)
@@ -218,12 +299,46 @@ mod tests {
         );
         // Asked after that render began: a fresh body, never the old one.
         let later = bodies
-            .get(&exposition, false, Instant::now())
+            .get(&exposition, false, Instant::now(), false)
             .await
             .unwrap();
         assert_ne!(later.as_ptr(), got[0].as_ptr());
         // The other format has its own body.
-        let om = bodies.get(&exposition, true, asked).await.unwrap();
+        let om = bodies.get(&exposition, true, asked, false).await.unwrap();
         assert!(String::from_utf8_lossy(&om).ends_with("# EOF\n"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_gzip_body_is_the_plain_body_compressed_once() {
+        use std::io::Read;
+        let cluster = SharedCluster::new(ClusterState::new("c".into(), Vec::new(), false));
+        let exposition = Arc::new(Exposition::new(vec![cluster]));
+        let bodies = Bodies::default();
+        let asked = Instant::now();
+        let zipped = bodies.get(&exposition, false, asked, true).await.unwrap();
+        let plain = bodies.get(&exposition, false, asked, false).await.unwrap();
+        let again = bodies.get(&exposition, false, asked, true).await.unwrap();
+        assert_eq!(zipped.as_ptr(), again.as_ptr(), "compressed once");
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&zipped[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        assert_eq!(decoded, plain.to_vec(), "exactly the plain body");
+        assert!(zipped.len() < plain.len());
+    }
+
+    #[test]
+    fn gzip_is_used_only_when_asked() {
+        let asks = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT_ENCODING, v.parse().unwrap());
+            accepts_gzip(&h)
+        };
+        assert!(asks("gzip"));
+        assert!(asks("identity, GZIP;q=0.5"));
+        assert!(asks("*"));
+        assert!(!asks("gzip;q=0"));
+        assert!(!asks("br, deflate"));
+        assert!(!accepts_gzip(&HeaderMap::new()));
     }
 }

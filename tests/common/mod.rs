@@ -541,8 +541,20 @@ impl Exporter {
     /// Runs the binary with exactly these arguments and waits until it
     /// answers on `port`.
     pub fn spawn(args: &[String], env: &[(&str, &str)], port: u16) -> Self {
+        Self::spawn_with(args, env, port, None)
+    }
+
+    /// [`spawn`](Self::spawn), started with its soft limit of open files
+    /// lowered to `soft_fd_limit` (as some containers start processes).
+    pub fn spawn_with(
+        args: &[String],
+        env: &[(&str, &str)],
+        port: u16,
+        soft_fd_limit: Option<u64>,
+    ) -> Self {
         let log = temp_dir("exporter-log").join("exporter.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"));
+        command
             .args(args)
             .env(
                 "ZK_EXPORTER_LOG",
@@ -551,9 +563,24 @@ impl Exporter {
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(&log).unwrap());
+        if let Some(soft) = soft_fd_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only getrlimit/setrlimit run between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let mut limit = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                    limit.rlim_cur = soft as libc::rlim_t;
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().unwrap();
         let mut exporter = Self { port, child, log };
         wait_for("exporter HTTP", Duration::from_secs(20), || {
             if let Some(status) = exporter.child.try_wait().unwrap() {
