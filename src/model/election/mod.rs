@@ -404,11 +404,6 @@ impl Election {
         self.noticed = Some(now);
     }
 
-    /// When the current masterless period began, if one is running.
-    pub fn masterless_since(&self) -> Option<Instant> {
-        self.masterless_since
-    }
-
     pub fn joins(&self) -> u64 {
         self.joins
     }
