@@ -10,7 +10,9 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use crate::config::{ClusterConfig, Config};
+use crate::http::auth::Web;
 use crate::model::tree::Tree;
+use crate::model::web::WebStats;
 use crate::model::{ClusterState, SharedCluster};
 use crate::sources::fourlw::ghost::{self, GhostCheck};
 use crate::sources::fourlw::poller::Poller;
@@ -129,17 +131,52 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         .map(|c| assemble(c, &stop_rx))
         .collect();
     let states: Vec<SharedCluster> = clusters.iter().map(|c| c.state.clone()).collect();
+    let cap = http::server::connection_cap(
+        config.web.limits.max_connections,
+        crate::os::open_files_limit(),
+    );
+    let stats = Arc::new(WebStats::new(cap as u64));
     let app = http::AppState {
-        exposition: Arc::new(metrics::Exposition::new(states.clone())),
+        exposition: Arc::new(metrics::Exposition::with_web(states.clone(), stats.clone())),
         clusters: states,
         pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
         bodies: Default::default(),
     };
-    info!(address = %config.web.listen_address, "serving /metrics");
-    let mut http_stop = stop_rx.clone();
-    let server = tokio::spawn(http::serve(listener, app, async move {
-        let _ = http_stop.wait_for(|s| *s).await;
-    }));
+    let (file, loaded) = match config.web.config_file {
+        Some((path, loaded)) => (Some(path), Some(loaded)),
+        None => (None, None),
+    };
+    let web = Arc::new(Web::new(
+        loaded
+            .as_ref()
+            .map(|l| l.config.clone())
+            .unwrap_or_default(),
+        stats,
+    ));
+    if let (Some(path), Some(loaded)) = (file, loaded) {
+        tokio::spawn(http::auth::watch_file(
+            web.clone(),
+            path,
+            loaded.files,
+            stop_rx.clone(),
+        ));
+    }
+    let tls = web.current().tls.is_some();
+    info!(
+        address = %config.web.listen_address,
+        tls,
+        basic_auth = !web.current().users.is_empty(),
+        max_connections = cap,
+        "serving /metrics"
+    );
+    let server = tokio::spawn(http::server::serve(
+        listener,
+        http::secured(app, web.clone()),
+        web,
+        config.web.limits,
+        cap,
+        stop_rx.clone(),
+    ));
     shutdown.await;
     info!("shutting down");
     let _ = stop_tx.send(true);

@@ -73,6 +73,11 @@ pub struct Cli {
     #[arg(long = "web.listen-address", value_name = "IP:PORT")]
     pub listen_address: Option<String>,
 
+    /// Web configuration (exporter-toolkit format): TLS, basic auth,
+    /// response headers. Re-read when it or a file it names changes.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<std::path::PathBuf>,
+
     /// Log filter, e.g. `info` or `zk_election_exporter=debug`. The client
     /// library's per-connection chatter is kept at warn by default.
     #[arg(
@@ -89,6 +94,7 @@ impl Cli {
         Overrides {
             config_file: self.config.clone(),
             listen_address: self.listen_address.clone(),
+            web_config_file: self.web_config_file.clone(),
             zk: self.zk.clone(),
             elections: self.elections.clone(),
             groups: self.groups.clone(),

@@ -86,3 +86,24 @@ pub fn raise_open_files_limit() -> Option<(u64, u64)> {
     #[cfg(not(unix))]
     None
 }
+
+/// The soft limit of open files now (`None` when unlimited or unknown).
+pub fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct passed.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
+            || limit.rlim_cur == libc::RLIM_INFINITY
+        {
+            return None;
+        }
+        #[allow(clippy::unnecessary_cast)]
+        Some(limit.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}

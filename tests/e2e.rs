@@ -9,71 +9,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::program::{Program, query};
 use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(90);
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// A program started under the test harness's watchdog.
-struct Program {
-    child: std::process::Child,
-    port: u16,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-impl Program {
-    fn start(tag: &str, command: impl FnOnce(&std::path::Path, u16) -> String) -> Self {
-        let dir = temp_dir(tag);
-        let port = free_port();
-        let log = std::fs::File::create(dir.join("log")).unwrap();
-        let child = spawn_watched(&command(&dir, port), log);
-        let program = Self { child, port, dir };
-        wait_for(tag, T, || match http_get(port, "/-/ready") {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}: {}", program.log())),
-        });
-        program
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
-    }
-
-    fn get_json(&self, path: &str) -> Result<Value, String> {
-        let (status, body) = http_get(self.port, path)?;
-        if status != 200 {
-            return Err(format!("{path}: {status} {body}"));
-        }
-        serde_json::from_str(&body).map_err(|e| format!("{path}: {e}: {body}"))
-    }
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// Runs an instant query; Err for a query Prometheus rejects.
-fn query(prometheus: &Program, expr: &str) -> Result<Vec<Value>, String> {
-    let v = prometheus.get_json(&format!("/api/v1/query?query={}", url_encode(expr)))?;
-    Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
-}
 
 /// Active alerts in Alertmanager named `name`, as their label maps.
 fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {

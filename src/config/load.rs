@@ -7,7 +7,9 @@ use std::path::Path;
 
 use super::cluster::validate_cluster;
 use super::raw::{RawCluster, RawConfig, RawElection, RawGroup, RawSystem};
-use super::{Config, ConfigError, DEFAULT_LISTEN_ADDRESS, ENV_PREFIX, Overrides, WebConfig};
+use super::{
+    Config, ConfigError, DEFAULT_LISTEN_ADDRESS, ENV_PREFIX, HttpLimits, Overrides, WebConfig,
+};
 
 /// Loads and validates configuration from `overrides.config_file` (if any),
 /// the `ZK_EXPORTER_*` variables in `env`, and the flags in `overrides`.
@@ -35,6 +37,11 @@ pub fn load(
             .separator("__")
             .source(Some(env)),
     );
+    if let Some(file) = &overrides.web_config_file {
+        builder = builder
+            .set_override("web.config_file", file.display().to_string())
+            .map_err(|e| ConfigError::new("--web.config.file", e.to_string()))?;
+    }
     if let Some(addr) = &overrides.listen_address {
         builder = builder
             .set_override("web.listen_address", addr.as_str())
@@ -175,6 +182,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let listen = raw
         .web
         .listen_address
+        .clone()
         .unwrap_or_else(|| DEFAULT_LISTEN_ADDRESS.to_owned());
     let listen_address = listen.parse::<SocketAddr>().map_err(|_| {
         ConfigError::new(
@@ -182,6 +190,15 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             format!("`{listen}` is not IP:PORT (e.g. \"0.0.0.0:9141\" or \"[::1]:9141\")"),
         )
     })?;
+    let config_file = match raw.web.config_file.clone() {
+        Some(path) => {
+            let loaded = super::webfile::load(&path)
+                .map_err(|e| ConfigError::new("web.config_file", e.to_string()))?;
+            Some((path, loaded))
+        }
+        None => None,
+    };
+    let limits = http_limits(&raw.web)?;
     if raw.clusters.is_empty() {
         return Err(ConfigError::new(
             "clusters",
@@ -205,7 +222,45 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         clusters.push(cluster);
     }
     Ok(Config {
-        web: WebConfig { listen_address },
+        web: WebConfig {
+            listen_address,
+            config_file,
+            limits,
+        },
         clusters,
+    })
+}
+
+/// `[web]` timeouts and the connection cap.
+fn http_limits(web: &super::raw::RawWeb) -> Result<HttpLimits, ConfigError> {
+    use super::validate::{AT_LEAST_100MS as bounds, bounded_duration};
+    let d = HttpLimits::default();
+    let max_connections = web.max_connections.unwrap_or(d.max_connections);
+    if max_connections < 2 {
+        return Err(ConfigError::new(
+            "web.max_connections",
+            "must be at least 2 (a scraper and a health check)",
+        ));
+    }
+    Ok(HttpLimits {
+        header_timeout: bounded_duration(
+            "web.header_timeout",
+            web.header_timeout.as_deref(),
+            d.header_timeout,
+            &bounds,
+        )?,
+        idle_timeout: bounded_duration(
+            "web.idle_timeout",
+            web.idle_timeout.as_deref(),
+            d.idle_timeout,
+            &bounds,
+        )?,
+        write_timeout: bounded_duration(
+            "web.write_timeout",
+            web.write_timeout.as_deref(),
+            d.write_timeout,
+            &bounds,
+        )?,
+        max_connections,
     })
 }

@@ -86,6 +86,37 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct WebConfig {
     pub listen_address: SocketAddr,
+    /// `--web.config.file` (TLS, basic auth, headers) and what it held at
+    /// start; re-read when it or a file it names changes.
+    pub config_file: Option<(PathBuf, webfile::Loaded)>,
+    pub limits: HttpLimits,
+}
+
+/// What one HTTP connection may take, and how many there may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// From a request's first byte (or the TLS handshake's) to its last
+    /// header byte.
+    pub header_timeout: Duration,
+    /// Between requests on a kept-alive connection.
+    pub idle_timeout: Duration,
+    /// How long a response write may make no progress (a scraper that
+    /// stopped reading).
+    pub write_timeout: Duration,
+    /// Open connections at most; at the cap the longest-idle one is closed
+    /// for a new one. Also held under the open-files limit.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(60),
+            max_connections: 512,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +254,8 @@ pub struct ElectionConfig {
 pub struct Overrides {
     pub config_file: Option<PathBuf>,
     pub listen_address: Option<String>,
+    /// `--web.config.file`.
+    pub web_config_file: Option<PathBuf>,
     /// `--zk`: servers of the first cluster (created if the file has none).
     pub zk: Option<String>,
     /// `--election`: replaces the first cluster's elections.
@@ -246,6 +279,7 @@ mod systems;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub mod webfile;
 
 pub use cluster::system_trees;
 pub use load::load;

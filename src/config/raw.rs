@@ -20,6 +20,11 @@ pub(super) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWeb {
     pub(super) listen_address: Option<String>,
+    pub(super) config_file: Option<PathBuf>,
+    pub(super) header_timeout: Option<String>,
+    pub(super) idle_timeout: Option<String>,
+    pub(super) write_timeout: Option<String>,
+    pub(super) max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

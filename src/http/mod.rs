@@ -15,6 +15,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 mod api;
+pub mod auth;
+pub mod server;
 
 use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
@@ -149,15 +151,9 @@ async fn security_headers(mut response: Response) -> Response {
     response
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+/// The router behind the web config's basic auth and headers.
+pub fn secured(state: AppState, web: Arc<auth::Web>) -> Router {
+    router(state).layer(axum::middleware::from_fn_with_state(web, auth::guard))
 }
 
 /// Binds the listen address with an error that says what to do.

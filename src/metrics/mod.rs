@@ -21,6 +21,7 @@ mod mntr_section;
 pub mod names;
 mod session;
 mod trees;
+mod web;
 
 use std::fmt;
 use std::time::Instant;
@@ -67,10 +68,28 @@ type MntrSection = (Vec<u64>, String);
 
 impl Exposition {
     pub fn new(clusters: Vec<SharedCluster>) -> Self {
+        Self::build(clusters, None)
+    }
+
+    /// With the HTTP server's own counters.
+    pub fn with_web(
+        clusters: Vec<SharedCluster>,
+        web: std::sync::Arc<crate::model::web::WebStats>,
+    ) -> Self {
+        Self::build(clusters, Some(web))
+    }
+
+    fn build(
+        clusters: Vec<SharedCluster>,
+        web: Option<std::sync::Arc<crate::model::web::WebStats>>,
+    ) -> Self {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Collector {
             clusters: clusters.clone(),
         }));
+        if let Some(stats) = web {
+            registry.register_collector(Box::new(web::WebCollector { stats }));
+        }
         Self {
             registry,
             clusters,

@@ -61,6 +61,16 @@ pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
 pub const EXPORTER_SERIES_DROPPED: &str = "zookeeper_exporter_series_dropped";
 pub const EXPORTER_ELECTIONS_EXPORTED: &str = "zookeeper_exporter_elections_exported";
 pub const EXPORTER_BUILD_INFO: &str = "zookeeper_exporter_build_info";
+pub const HTTP_CONNECTIONS: &str = "zookeeper_exporter_http_connections";
+pub const HTTP_CONNECTION_LIMIT: &str = "zookeeper_exporter_http_connection_limit";
+pub const HTTP_CONNECTIONS_ACCEPTED: &str = "zookeeper_exporter_http_connections_accepted";
+pub const HTTP_CONNECTIONS_CLOSED: &str = "zookeeper_exporter_http_connections_closed";
+pub const HTTP_ACCEPT_ERRORS: &str = "zookeeper_exporter_http_accept_errors";
+pub const HTTP_UNAUTHORIZED: &str = "zookeeper_exporter_http_unauthorized_requests";
+pub const HTTP_TLS_ENABLED: &str = "zookeeper_exporter_http_tls_enabled";
+pub const WEB_CONFIG_RELOADS: &str = "zookeeper_exporter_web_config_reloads";
+pub const WEB_CONFIG_LAST_RELOAD_SUCCESSFUL: &str =
+    "zookeeper_exporter_web_config_last_reload_successful";
 
 // fourlw.rs
 pub const FOURLW_UP: &str = "zookeeper_fourlw_up";
@@ -164,6 +174,15 @@ pub const ALL: &[&str] = &[
     EXPORTER_SERIES_DROPPED,
     EXPORTER_ELECTIONS_EXPORTED,
     EXPORTER_BUILD_INFO,
+    HTTP_CONNECTIONS,
+    HTTP_CONNECTION_LIMIT,
+    HTTP_CONNECTIONS_ACCEPTED,
+    HTTP_CONNECTIONS_CLOSED,
+    HTTP_ACCEPT_ERRORS,
+    HTTP_UNAUTHORIZED,
+    HTTP_TLS_ENABLED,
+    WEB_CONFIG_RELOADS,
+    WEB_CONFIG_LAST_RELOAD_SUCCESSFUL,
     FOURLW_UP,
     FOURLW_DURATION_SECONDS,
     FOURLW_ERRORS,

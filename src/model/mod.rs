@@ -18,6 +18,7 @@ pub mod protobuf;
 pub mod session;
 pub mod shared;
 pub mod tree;
+pub mod web;
 
 pub use cluster::{CanaryStats, ClusterState, DiscoveryStatus, Limits, TreeChange};
 pub use shared::SharedCluster;

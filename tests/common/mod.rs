@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client::{Acls, Client, CreateMode};
 
+pub mod pki;
+pub mod program;
+
 /// Where Debian installs the ZooKeeper jar; its manifest pulls in the rest.
 /// servlet-api lets Debian's ZooKeeper start its AdminServer when asked to.
 const ZK_CLASSPATH: &str =
@@ -511,6 +514,15 @@ impl Drop for Proxy {
 }
 
 /// The exporter binary running with a generated config file.
+/// A lowered limit of open files for the exporter under test.
+#[derive(Debug, Clone, Copy)]
+pub enum FdLimit {
+    /// The soft limit only (the exporter may raise it to the hard one).
+    Soft(u64),
+    /// Soft and hard: the exporter must live with it.
+    Both(u64),
+}
+
 pub struct Exporter {
     pub port: u16,
     child: Child,
@@ -544,13 +556,27 @@ impl Exporter {
         Self::spawn_with(args, env, port, None)
     }
 
-    /// [`spawn`](Self::spawn), started with its soft limit of open files
-    /// lowered to `soft_fd_limit` (as some containers start processes).
+    /// [`spawn`](Self::spawn), started with its limit of open files
+    /// lowered (as some containers start processes).
     pub fn spawn_with(
         args: &[String],
         env: &[(&str, &str)],
         port: u16,
-        soft_fd_limit: Option<u64>,
+        fd_limit: Option<FdLimit>,
+    ) -> Self {
+        Self::launch(args, env, port, fd_limit, &|port| {
+            http_get(port, "/healthz").map(|_| ())
+        })
+    }
+
+    /// Runs the binary and waits until `ready(port)` holds (a TLS server
+    /// does not answer plain HTTP).
+    pub fn launch(
+        args: &[String],
+        env: &[(&str, &str)],
+        port: u16,
+        fd_limit: Option<FdLimit>,
+        ready: &dyn Fn(u16) -> Result<(), String>,
     ) -> Self {
         let log = temp_dir("exporter-log").join("exporter.log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"));
@@ -564,7 +590,7 @@ impl Exporter {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
-        if let Some(soft) = soft_fd_limit {
+        if let Some(fd_limit) = fd_limit {
             use std::os::unix::process::CommandExt;
             // SAFETY: only getrlimit/setrlimit run between fork and exec.
             unsafe {
@@ -574,7 +600,13 @@ impl Exporter {
                         rlim_max: 0,
                     };
                     libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-                    limit.rlim_cur = soft as libc::rlim_t;
+                    match fd_limit {
+                        FdLimit::Soft(n) => limit.rlim_cur = n as libc::rlim_t,
+                        FdLimit::Both(n) => {
+                            limit.rlim_cur = n as libc::rlim_t;
+                            limit.rlim_max = n as libc::rlim_t;
+                        }
+                    }
                     libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
                     Ok(())
                 });
@@ -586,7 +618,7 @@ impl Exporter {
             if let Some(status) = exporter.child.try_wait().unwrap() {
                 panic!("exporter exited with {status}: {}", exporter.log());
             }
-            http_get(port, "/healthz").map(|_| ())
+            ready(port)
         });
         exporter
     }

@@ -1,0 +1,480 @@
+//! The accept loop: TLS when the web config asks, a header timeout, an
+//! idle timeout, a write timeout for scrapers that stopped reading, and a
+//! connection cap under which the longest-idle connection makes room for a
+//! new one, so idle sockets can never lock a scraper out.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tokio::time::Sleep;
+use tower::ServiceExt;
+use tracing::{debug, warn};
+
+use super::auth::Web;
+use crate::config::HttpLimits;
+use crate::model::web::{Closed, WebStats};
+
+/// How long in-flight requests may finish after shutdown is asked.
+const GRACE: Duration = Duration::from_secs(5);
+/// Descriptors kept free of connections: ZooKeeper sessions, four-letter
+/// words, config reloads, logs.
+const RESERVED_FDS: u64 = 64;
+
+/// The connection cap: `configured`, but never more than the open-files
+/// limit leaves after what the agent itself needs.
+pub fn connection_cap(configured: usize, open_files_limit: Option<u64>) -> usize {
+    match open_files_limit {
+        Some(limit) => configured.min(limit.saturating_sub(RESERVED_FDS).max(2) as usize),
+        None => configured,
+    }
+}
+
+/// One connection's state, shared by its I/O, its requests and the
+/// accept loop (which may evict it).
+#[derive(Debug)]
+struct Conn {
+    born: Instant,
+    /// Milliseconds since `born` of the last byte read or written, or of
+    /// the last response.
+    active: AtomicU64,
+    /// Milliseconds since `born` (+1; 0: none) of the first byte of a
+    /// request not yet handed to a handler.
+    partial: AtomicU64,
+    in_flight: AtomicUsize,
+    evicted: AtomicBool,
+    evict: Notify,
+}
+
+impl Conn {
+    fn new() -> Self {
+        Self {
+            born: Instant::now(),
+            active: AtomicU64::new(0),
+            partial: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            evicted: AtomicBool::new(false),
+            evict: Notify::new(),
+        }
+    }
+    fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+    fn at(&self, ms: u64) -> Instant {
+        self.born + Duration::from_millis(ms)
+    }
+    fn touched(&self) {
+        self.active.store(self.now_ms(), Ordering::Relaxed);
+    }
+    fn received(&self) {
+        self.touched();
+        if self.in_flight.load(Ordering::Relaxed) == 0 {
+            let _ = self.partial.compare_exchange(
+                0,
+                self.now_ms() + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+    fn begin(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.partial.store(0, Ordering::Relaxed);
+    }
+    fn end(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.touched();
+    }
+    /// When reading should give up, and why: never while a request is
+    /// being handled; a header timeout once a request has begun to
+    /// arrive; else the idle timeout.
+    fn read_deadline(&self, limits: &HttpLimits) -> Option<(Instant, Closed)> {
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        match self.partial.load(Ordering::Relaxed) {
+            0 => Some((
+                self.at(self.active.load(Ordering::Relaxed)) + limits.idle_timeout,
+                Closed::Idle,
+            )),
+            p => Some((self.at(p - 1) + limits.header_timeout, Closed::Header)),
+        }
+    }
+}
+
+/// The open connections.
+#[derive(Debug, Default)]
+struct Conns {
+    open: Mutex<HashMap<u64, Arc<Conn>>>,
+    next: AtomicU64,
+    /// One permit per connection that ended.
+    ended: Notify,
+}
+
+impl Conns {
+    fn len(&self) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+    fn add(&self) -> (u64, Arc<Conn>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn::new());
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, conn.clone());
+        (id, conn)
+    }
+    fn remove(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        self.ended.notify_one();
+    }
+    /// Asks the connection idle the longest (no request in flight) to
+    /// close; false when every connection is busy.
+    fn evict_idlest(&self) -> bool {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let idlest = open
+            .values()
+            .filter(|c| {
+                c.in_flight.load(Ordering::Relaxed) == 0 && !c.evicted.load(Ordering::Relaxed)
+            })
+            .min_by_key(|c| c.at(c.active.load(Ordering::Relaxed)));
+        match idlest {
+            Some(c) => {
+                c.evicted.store(true, Ordering::Relaxed);
+                c.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `stop` turns true, then lets
+/// in-flight requests finish for a few seconds.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    web: Arc<Web>,
+    limits: HttpLimits,
+    cap: usize,
+    mut stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let conns = Arc::new(Conns::default());
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut last_fd_warning: Option<Instant> = None;
+    'accept: loop {
+        while conns.len() >= cap {
+            conns.evict_idlest();
+            tokio::select! {
+                _ = conns.ended.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = stopped(&mut stop) => break 'accept,
+            }
+        }
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped(&mut stop) => break 'accept,
+        };
+        while tasks.try_join_next().is_some() {}
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                web.stats.accept_failed();
+                let out_of_fds = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                if out_of_fds {
+                    conns.evict_idlest();
+                }
+                if last_fd_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    last_fd_warning = Some(Instant::now());
+                    warn!(
+                        "cannot accept an HTTP connection: {e}{} (logged at most once a minute)",
+                        if out_of_fds {
+                            "; closing idle connections to make room; raise the open-files limit or lower web.max_connections"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (id, conn) = conns.add();
+        web.stats.opened();
+        let (conns, web, router, stop) = (conns.clone(), web.clone(), router.clone(), stop.clone());
+        tasks.spawn(async move {
+            connection(stream, conn.clone(), web.clone(), router, limits, stop).await;
+            web.stats.ended();
+            conns.remove(id);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(GRACE + Duration::from_secs(1), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
+}
+
+/// One connection: the TLS handshake if configured, then HTTP/1.1 or
+/// HTTP/2 until it closes, times out, is evicted or the agent stops.
+async fn connection(
+    stream: TcpStream,
+    conn: Arc<Conn>,
+    web: Arc<Web>,
+    router: Router,
+    limits: HttpLimits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let config = web.current();
+    let stats = web.stats.clone();
+    let io: Box<dyn Io> = match &config.tls {
+        None => Box::new(stream),
+        Some(tls) => {
+            let accept = tokio_rustls::TlsAcceptor::from(tls.clone()).accept(stream);
+            match tokio::time::timeout(limits.header_timeout, accept).await {
+                Ok(Ok(s)) => Box::new(s),
+                Ok(Err(e)) => {
+                    debug!("TLS handshake failed: {e}");
+                    stats.closed(Closed::Handshake);
+                    return;
+                }
+                Err(_) => {
+                    stats.closed(Closed::Header);
+                    return;
+                }
+            }
+        }
+    };
+    let io = Guarded {
+        io,
+        conn: conn.clone(),
+        limits,
+        stats: stats.clone(),
+        read_timer: None,
+        write_timer: None,
+    };
+    let handler = conn.clone();
+    let service =
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            handler.begin();
+            let (handler, router) = (handler.clone(), router.clone());
+            async move {
+                let response = router.oneshot(request).await;
+                handler.end();
+                response
+            }
+        });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let serving = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(serving);
+    tokio::select! {
+        r = serving.as_mut() => {
+            if let Err(e) = r {
+                debug!("HTTP connection ended: {e}");
+            }
+        }
+        _ = conn.evict.notified() => stats.closed(Closed::Evicted),
+        _ = stopped(&mut stop) => {
+            serving.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(GRACE, serving).await;
+        }
+    }
+}
+
+/// Resolves once the agent stops (the guard of `wait_for` is not `Send`).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// A connection's I/O with its timeouts: a read waits at most the idle or
+/// header timeout (never while a request is handled), a write that makes
+/// no progress at most the write timeout.
+struct Guarded {
+    io: Box<dyn Io>,
+    conn: Arc<Conn>,
+    limits: HttpLimits,
+    stats: Arc<WebStats>,
+    read_timer: Option<Pin<Box<Sleep>>>,
+    write_timer: Option<Pin<Box<Sleep>>>,
+}
+
+fn timed_out(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, what.to_owned())
+}
+
+impl Guarded {
+    /// Pending until the write timeout passes without progress.
+    fn write_stalled(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let limit = self.limits.write_timeout;
+        let timer = self
+            .write_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.stats.closed(Closed::Write);
+                Poll::Ready(timed_out("the client stopped reading"))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn write_result<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.write_timer = None;
+                self.conn.touched();
+                Poll::Ready(r)
+            }
+            Poll::Pending => match self.write_stalled(cx) {
+                Poll::Ready(e) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                this.read_timer = None;
+                if buf.filled().len() > before {
+                    this.conn.received();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => loop {
+                // While a request is handled there is no deadline, but a
+                // timer still wakes the connection now and then to look
+                // again: it may not read again by itself once idle.
+                let (deadline, why) = this
+                    .conn
+                    .read_deadline(&this.limits)
+                    .unwrap_or((Instant::now() + this.limits.idle_timeout, Closed::Idle));
+                let deadline = tokio::time::Instant::from_std(deadline);
+                let timer = this
+                    .read_timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.deadline() != deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                // Fired: give up unless a request is in flight or the
+                // deadline moved meanwhile.
+                if this
+                    .conn
+                    .read_deadline(&this.limits)
+                    .is_some_and(|(d, _)| tokio::time::Instant::from_std(d) <= deadline)
+                {
+                    this.stats.closed(why);
+                    return Poll::Ready(Err(timed_out(why.label())));
+                }
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.io).poll_write(cx, data);
+        self.write_result(cx, r)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.write_result(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.io).poll_flush(cx);
+        self.write_result(cx, r)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.io).poll_shutdown(cx);
+        self.write_result(cx, r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_leaves_descriptors_for_the_agent() {
+        assert_eq!(connection_cap(512, None), 512);
+        assert_eq!(connection_cap(512, Some(1 << 20)), 512);
+        assert_eq!(connection_cap(512, Some(256)), 192);
+        assert_eq!(connection_cap(512, Some(10)), 2);
+    }
+
+    #[test]
+    fn a_read_waits_for_the_idle_then_the_header_timeout_and_never_during_a_request() {
+        let limits = HttpLimits::default();
+        let c = Conn::new();
+        let (_, why) = c.read_deadline(&limits).unwrap();
+        assert_eq!(why, Closed::Idle);
+        c.received();
+        let (_, why) = c.read_deadline(&limits).unwrap();
+        assert_eq!(why, Closed::Header, "a request has begun to arrive");
+        c.begin();
+        assert_eq!(c.read_deadline(&limits), None);
+        c.end();
+        assert_eq!(c.read_deadline(&limits).unwrap().1, Closed::Idle);
+    }
+
+    #[test]
+    fn eviction_picks_an_idle_connection_never_a_busy_one() {
+        let conns = Conns::default();
+        let (_, busy) = conns.add();
+        busy.begin();
+        assert!(!conns.evict_idlest(), "nothing idle");
+        let (_, idle) = conns.add();
+        assert!(conns.evict_idlest());
+        assert!(idle.evicted.load(Ordering::Relaxed));
+        assert!(!busy.evicted.load(Ordering::Relaxed));
+        assert!(!conns.evict_idlest(), "an evicted one is not asked twice");
+    }
+}
