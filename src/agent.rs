@@ -95,6 +95,7 @@ fn assemble(cluster: ClusterConfig, stop: &watch::Receiver<bool>) -> Cluster {
             pace: cluster.diagnostics.cons_interval,
             timeout: fourlw.timeout,
             watches: cluster.diagnostics.watches,
+            tls: cluster.tls.clone(),
         };
         tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
     }

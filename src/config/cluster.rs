@@ -46,11 +46,27 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         DEFAULT_PROBE_INTERVAL,
         &AT_LEAST_100MS,
     )?;
-    let four_letter_words = validate_four_letter_words(
+    let tls = c
+        .tls
+        .map(|t| super::zktls::validate_tls(&format!("{key}.tls"), t))
+        .transpose()?;
+    let mut four_letter_words = validate_four_letter_words(
         &format!("{key}.four_letter_words"),
         c.four_letter_words.unwrap_or_default(),
         &servers,
     )?;
+    if tls.is_none()
+        && four_letter_words
+            .admin_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://"))
+    {
+        return Err(ConfigError::new(
+            format!("{key}.four_letter_words.admin_url"),
+            "an https:// AdminServer needs [clusters.tls] (its ca_file verifies the AdminServer too)",
+        ));
+    }
+    four_letter_words.tls = tls.clone();
     let (system_elections, system_groups) = super::systems::expand(key, c.systems)?;
     let (elections, groups) = validate_trees(
         key,
@@ -79,6 +95,7 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
             .auth
             .map(|a| validate_auth(&format!("{key}.auth"), a))
             .transpose()?,
+        tls,
         elections,
         groups,
         locks,

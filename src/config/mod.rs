@@ -131,7 +131,9 @@ pub struct ClusterConfig {
     /// How often the agent times a read of its own (session latency).
     pub latency_probe_interval: Duration,
     pub watch_mode: WatchMode,
-    pub auth: Option<DigestAuth>,
+    pub auth: Option<Auth>,
+    /// TLS to `secureClientPort`; `None`: plain.
+    pub tls: Option<zktls::ZkTls>,
     pub elections: Vec<ElectionConfig>,
     pub groups: Vec<GroupConfig>,
     pub locks: Vec<LockConfig>,
@@ -209,6 +211,9 @@ pub struct FourLetterWordsConfig {
     pub min_interval: Duration,
     /// AdminServer base URL with `{host}`, asked when a word is not allowed.
     pub admin_url: Option<String>,
+    /// The cluster's TLS: words go to `secureClientPort` over TLS, and an
+    /// `https://` AdminServer is verified with the same CA.
+    pub tls: Option<zktls::ZkTls>,
 }
 
 /// How trees are watched.
@@ -234,12 +239,42 @@ impl ClusterConfig {
     }
 }
 
-/// Digest credentials (`user:password`).
+/// Credentials (`user:password`) and how they are presented.
 #[derive(Debug, Clone)]
-pub struct DigestAuth {
+pub struct Auth {
+    pub scheme: AuthScheme,
     pub credentials: Secret,
     /// Where they came from, for messages: `credentials` or a file path.
     pub origin: String,
+}
+
+impl Auth {
+    /// User and password.
+    pub fn user_password(&self) -> (&str, &str) {
+        self.credentials
+            .expose()
+            .split_once(':')
+            .unwrap_or((self.credentials.expose(), ""))
+    }
+}
+
+/// How credentials reach ZooKeeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthScheme {
+    /// `addauth digest user:password` after connecting (ACL `digest:`).
+    Digest,
+    /// SASL DIGEST-MD5 at connect (ACL `sasl:user`; the server needs a
+    /// JAAS `Server` section with `DigestLoginModule`).
+    SaslDigestMd5,
+}
+
+impl AuthScheme {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthScheme::Digest => "digest",
+            AuthScheme::SaslDigestMd5 => "SASL DIGEST-MD5",
+        }
+    }
 }
 
 /// An election tree: every node matching `pattern` is an election.
@@ -280,6 +315,7 @@ mod systems;
 mod tests;
 mod validate;
 pub mod webfile;
+pub mod zktls;
 
 pub use cluster::system_trees;
 pub use load::load;

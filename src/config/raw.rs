@@ -38,6 +38,7 @@ pub(super) struct RawCluster {
     pub(super) latency_probe_interval: Option<String>,
     pub(super) watch_mode: Option<String>,
     pub(super) auth: Option<RawAuth>,
+    pub(super) tls: Option<super::zktls::RawZkTls>,
     #[serde(default)]
     pub(super) elections: Vec<RawElection>,
     #[serde(default)]
@@ -137,6 +138,7 @@ pub(super) struct RawFourLetterWords {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAuth {
     pub(super) scheme: Option<String>,
+    pub(super) mechanism: Option<String>,
     pub(super) credentials: Option<Secret>,
     pub(super) credentials_file: Option<PathBuf>,
 }

@@ -173,11 +173,12 @@ pub(super) fn validate_four_letter_words(
     )?;
     if let Some(url) = &raw.admin_url
         && !url.starts_with("http://")
+        && !url.starts_with("https://")
     {
         return Err(ConfigError::new(
             format!("{key}.admin_url"),
             format!(
-                "`{url}` must be a plain http:// URL such as \"http://{{host}}:8080/commands\""
+                "`{url}` must be an http:// or https:// URL such as \"http://{{host}}:8080/commands\""
             ),
         ));
     }
@@ -188,6 +189,7 @@ pub(super) fn validate_four_letter_words(
         timeout,
         min_interval,
         admin_url: raw.admin_url,
+        tls: None,
     })
 }
 
@@ -224,14 +226,38 @@ pub(super) fn validate_server(key: &str, s: &str) -> Result<String, ConfigError>
     Ok(format!("{host}:{port}"))
 }
 
-pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<DigestAuth, ConfigError> {
-    let scheme = a.scheme.as_deref().unwrap_or("digest");
-    if scheme != "digest" {
-        return Err(ConfigError::new(
-            format!("{key}.scheme"),
-            format!("`{scheme}` is not supported; only \"digest\" is"),
-        ));
-    }
+pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<Auth, ConfigError> {
+    let scheme = match (
+        a.scheme.as_deref().unwrap_or("digest"),
+        a.mechanism.as_deref(),
+    ) {
+        ("digest", None) => AuthScheme::Digest,
+        ("digest", Some(_)) => {
+            return Err(ConfigError::new(
+                format!("{key}.mechanism"),
+                "applies to scheme = \"sasl\" only",
+            ));
+        }
+        ("sasl", None | Some("DIGEST-MD5")) => AuthScheme::SaslDigestMd5,
+        ("sasl", Some("GSSAPI")) => {
+            return Err(ConfigError::new(
+                format!("{key}.mechanism"),
+                "Kerberos (GSSAPI) is not supported; use DIGEST-MD5, digest or TLS client certificates",
+            ));
+        }
+        ("sasl", Some(other)) => {
+            return Err(ConfigError::new(
+                format!("{key}.mechanism"),
+                format!("`{other}` is not supported; only \"DIGEST-MD5\" is"),
+            ));
+        }
+        (other, _) => {
+            return Err(ConfigError::new(
+                format!("{key}.scheme"),
+                format!("`{other}` is not supported; \"digest\" or \"sasl\""),
+            ));
+        }
+    };
     let (credentials, origin) = match (a.credentials, a.credentials_file) {
         (Some(_), Some(_)) => {
             return Err(ConfigError::new(
@@ -261,11 +287,15 @@ pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<DigestAuth, ConfigE
         _ => {
             return Err(ConfigError::new(
                 key,
-                format!("digest credentials from {origin} must have the form user:password"),
+                format!(
+                    "{} credentials from {origin} must have the form user:password",
+                    scheme.label()
+                ),
             ));
         }
     }
-    Ok(DigestAuth {
+    Ok(Auth {
+        scheme,
         credentials,
         origin,
     })

@@ -76,15 +76,19 @@ pub enum Failure {
     NotServing,
     /// A reply the parser could not read.
     Parse,
+    /// The TLS handshake failed (untrusted or misnamed server certificate,
+    /// client certificate refused, plain port).
+    Tls,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 5] = [
+    pub const ALL: [Failure; 6] = [
         Self::Timeout,
         Self::Connect,
         Self::NotAllowed,
         Self::NotServing,
         Self::Parse,
+        Self::Tls,
     ];
 
     pub fn label(self) -> &'static str {
@@ -94,6 +98,7 @@ impl Failure {
             Self::NotAllowed => "not_allowed",
             Self::NotServing => "not_serving",
             Self::Parse => "parse",
+            Self::Tls => "tls",
         }
     }
 }

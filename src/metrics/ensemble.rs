@@ -35,9 +35,16 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     family(
         enc,
         names::UP,
-        "1 if the server answered mntr or srvr (four-letter words) in the last collection.",
+        "1 if the server answered mntr or srvr (four-letter words) in the last collection, 0 if it refused, timed out or failed otherwise; absent while only TLS handshakes failed (nothing verified: see zookeeper_fourlw_errors_total{reason=\"tls\"}).",
         MetricType::Gauge,
-        |m| each_server(clusters, |l, h| gauge(m, l, f64::from(u8::from(h.up())))),
+        |m| {
+            each_server(clusters, |l, h| {
+                if h.unverified() {
+                    return Ok(());
+                }
+                gauge(m, l, f64::from(u8::from(h.up())))
+            })
+        },
     )?;
     family(
         enc,
@@ -234,7 +241,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
 pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     type Total = fn(&Ensemble) -> Option<f64>;
-    let totals: [(&str, &str, Total); 4] = [
+    let totals: [(&str, &str, Total); 5] = [
         (
             names::ENSEMBLE_SERVERS,
             "Members polled: configured servers plus members published in /zookeeper/config.",
@@ -244,6 +251,11 @@ pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) ->
             names::ENSEMBLE_SERVERS_UP,
             "Members that answered mntr or srvr.",
             |e| Some(e.up_count() as f64),
+        ),
+        (
+            names::ENSEMBLE_SERVERS_UNVERIFIED,
+            "Members whose TLS handshake failed: neither up nor down as far as the agent can tell. Quorum rules count them as possibly up.",
+            |e| Some(e.unverified_count() as f64),
         ),
         (
             names::ENSEMBLE_LEADERS,

@@ -48,7 +48,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
     family(
         enc,
         names::FOURLW_ERRORS,
-        "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse.",
+        "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse, tls (handshake failed: untrusted or misnamed certificate, client certificate refused).",
         MetricType::Counter,
         |m| {
             each_server(clusters, |l, h| {

@@ -54,6 +54,7 @@ pub const CONS_CONNECTIONS: &str = "zookeeper_cons_connections";
 pub const SERVER_JAVA_INFO: &str = "zookeeper_server_java_info";
 pub const ENSEMBLE_SERVERS: &str = "zookeeper_ensemble_servers";
 pub const ENSEMBLE_SERVERS_UP: &str = "zookeeper_ensemble_servers_up";
+pub const ENSEMBLE_SERVERS_UNVERIFIED: &str = "zookeeper_ensemble_servers_unverified";
 pub const ENSEMBLE_LEADERS: &str = "zookeeper_ensemble_leaders";
 pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
 
@@ -169,6 +170,7 @@ pub const ALL: &[&str] = &[
     SERVER_JAVA_INFO,
     ENSEMBLE_SERVERS,
     ENSEMBLE_SERVERS_UP,
+    ENSEMBLE_SERVERS_UNVERIFIED,
     ENSEMBLE_LEADERS,
     ENSEMBLE_ZXID_SPREAD,
     EXPORTER_SERIES_DROPPED,

@@ -120,6 +120,18 @@ impl ServerHealth {
         }
     }
 
+    /// Not up, and every failed exchange failed its TLS handshake: the
+    /// server accepted a connection, so it is not shown down, but nothing
+    /// about it could be verified (a certificate problem, said apart).
+    pub fn unverified(&self) -> bool {
+        !self.up()
+            && !self.last.is_empty()
+            && self
+                .last
+                .values()
+                .all(|e| matches!(e.result, Err(crate::fourlw::Failure::Tls)))
+    }
+
     pub fn role(&self) -> Option<Role> {
         self.mntr()
             .and_then(Mntr::role)
@@ -222,6 +234,11 @@ impl Ensemble {
         self.servers.values().filter(|s| s.up()).count()
     }
 
+    /// Members whose state could not be verified (TLS handshakes failed).
+    pub fn unverified_count(&self) -> usize {
+        self.servers.values().filter(|s| s.unverified()).count()
+    }
+
     /// Members reporting themselves leader; anything but 1 in a quorum
     /// ensemble is trouble.
     pub fn leaders(&self) -> usize {
@@ -276,6 +293,32 @@ mod tests {
             server: server.into(),
             exchanges,
         }
+    }
+
+    #[test]
+    fn a_server_whose_tls_handshakes_fail_is_unverified_not_down() {
+        let mut e = Ensemble::default();
+        e.apply(vec![
+            poll("tls", vec![failed(Command::Mntr, Failure::Tls)]),
+            poll("down", vec![failed(Command::Mntr, Failure::Connect)]),
+            poll(
+                "mixed",
+                vec![
+                    failed(Command::Mntr, Failure::Tls),
+                    failed(Command::Srvr, Failure::Timeout),
+                ],
+            ),
+            poll("up", vec![ex(Command::Mntr, "zk_server_state\tleader\n")]),
+        ]);
+        let state = |s: &str| {
+            let h = e.server(s).unwrap();
+            (h.up(), h.unverified())
+        };
+        assert_eq!(state("tls"), (false, true));
+        assert_eq!(state("down"), (false, false));
+        assert_eq!(state("mixed"), (false, false), "a timeout is evidence");
+        assert_eq!(state("up"), (true, false));
+        assert_eq!((e.up_count(), e.unverified_count()), (1, 1));
     }
 
     #[test]

@@ -29,16 +29,11 @@ enum Measured {
 }
 
 async fn connect(cfg: &ClusterConfig, detached: bool) -> Result<Client, zookeeper_client::Error> {
-    let mut c = Client::connector()
-        .with_session_timeout(cfg.session_timeout)
-        .with_fail_eagerly();
+    let mut c = Client::connector();
     if detached {
         c = c.with_detached();
     }
-    if let Some(auth) = &cfg.auth {
-        c = c.with_auth("digest", auth.credentials.expose().as_bytes());
-    }
-    c.connect(&cfg.connect_string()).await
+    super::zk::connect::dial(cfg, c).await
 }
 
 fn instance_name() -> String {

@@ -18,9 +18,12 @@ pub mod pki;
 pub mod program;
 
 /// Where Debian installs the ZooKeeper jar; its manifest pulls in the rest.
-/// servlet-api lets Debian's ZooKeeper start its AdminServer when asked to.
-const ZK_CLASSPATH: &str =
-    "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/servlet-api.jar";
+/// servlet-api lets Debian's ZooKeeper start its AdminServer when asked to;
+/// the manifest lacks the Netty codec, resolver and unix jars the Netty
+/// connection factory (and so the TLS port) needs.
+const ZK_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/servlet-api.jar:\
+     /usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar:\
+     /usr/share/java/netty-transport-native-unix-common.jar";
 const ZK_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
 /// Short ticks make session expiry fast: sessions may be 400 ms .. 20 s.
@@ -156,9 +159,11 @@ pub fn spawn_watched(command: &str, log: std::fs::File) -> Child {
 /// One ZooKeeper server process.
 pub struct ZkServer {
     pub port: u16,
-    dir: PathBuf,
+    pub dir: PathBuf,
     config: PathBuf,
     child: Option<Child>,
+    /// Extra JVM flags (a JAAS file for SASL).
+    jvm_flags: String,
 }
 
 /// zoo.cfg lines every test server shares: short ticks, every four-letter
@@ -205,6 +210,15 @@ impl ZkServer {
         Self::start_with(ServerOptions::default())
     }
 
+    /// Starts a standalone server with `extra` zoo.cfg lines and JVM
+    /// flags (TLS ports, SASL).
+    pub fn start_custom(options: ServerOptions, extra: &str, jvm_flags: &str) -> Self {
+        let mut server = Self::prepare(extra, None, free_port(), &options);
+        server.jvm_flags = jvm_flags.to_owned();
+        server.launch();
+        server
+    }
+
     /// Starts a standalone server with `options`.
     pub fn start_with(options: ServerOptions) -> Self {
         let mut server = Self::prepare("", None, free_port(), &options);
@@ -232,6 +246,7 @@ impl ZkServer {
             dir,
             config,
             child: None,
+            jvm_flags: String::new(),
         }
     }
 
@@ -250,8 +265,9 @@ impl ZkServer {
         // Benchmarks of large trees raise the heap (ZKEE_ZK_HEAP, e.g. "2g").
         let heap = std::env::var("ZKEE_ZK_HEAP").unwrap_or_else(|_| "256m".into());
         let command = format!(
-            "java -Xmx{heap} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg}",
+            "java -Xmx{heap} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.log.dir={dir} {flags} -cp {ZK_CLASSPATH} {ZK_MAIN} {cfg}",
             dir = self.dir.display(),
+            flags = self.jvm_flags,
             cfg = self.config.display(),
         );
         self.child = Some(spawn_watched(&command, log));

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::config::zktls::ZkTls;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::fourlw::parse::{Conf, Mntr, Role, Srvr};
 use crate::fourlw::{Command, Failure, Reply};
@@ -38,9 +38,13 @@ pub fn base_url(template: &str, server: &str) -> String {
         .to_owned()
 }
 
-/// Splits `http://host:port/path` into (`host:port`, `/path`).
-fn split_url(url: &str) -> Option<(String, String)> {
-    let rest = url.strip_prefix("http://")?;
+/// Splits `http://host:port/path` into (`host:port`, `/path`), and says
+/// whether it is `https://`.
+fn split_url(url: &str) -> Option<(String, String, bool)> {
+    let (rest, https) = match url.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => (url.strip_prefix("http://")?, false),
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
@@ -48,17 +52,21 @@ fn split_url(url: &str) -> Option<(String, String)> {
     let authority = if authority.contains(':') {
         authority.to_owned()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{}", if https { 443 } else { 80 })
     };
-    Some((authority, path.to_owned()))
+    Some((authority, path.to_owned(), https))
 }
 
-/// GETs `url` and returns the body of a 200 answer.
-async fn get(url: &str) -> Result<Vec<u8>, Failure> {
-    let (authority, path) = split_url(url).ok_or(Failure::Connect)?;
-    let mut stream = TcpStream::connect(&authority)
-        .await
-        .map_err(|_| Failure::Connect)?;
+/// GETs `url` and returns the body of a 200 answer; `https://` with the
+/// cluster's TLS certificates.
+async fn get(url: &str, tls: Option<&ZkTls>) -> Result<Vec<u8>, Failure> {
+    let (authority, path, https) = split_url(url).ok_or(Failure::Connect)?;
+    let tls = if https {
+        Some(tls.ok_or(Failure::Tls)?)
+    } else {
+        None
+    };
+    let mut stream = super::client::open(&authority, tls).await?;
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
     );
@@ -67,11 +75,14 @@ async fn get(url: &str) -> Result<Vec<u8>, Failure> {
         .await
         .map_err(|_| Failure::Connect)?;
     let mut raw = Vec::new();
-    (&mut stream)
+    let read = (&mut stream)
         .take(MAX_BODY_BYTES)
         .read_to_end(&mut raw)
-        .await
-        .map_err(|_| Failure::Connect)?;
+        .await;
+    // Jetty may close TLS without close_notify: what arrived is the answer.
+    if read.is_err() && raw.is_empty() {
+        return Err(Failure::Connect);
+    }
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -117,9 +128,10 @@ pub async fn fetch(
     server: &str,
     command: Command,
     timeout: Duration,
+    tls: Option<&ZkTls>,
 ) -> Result<Reply, Failure> {
     let url = format!("{}/{}", base_url(template, server), command.name());
-    let body = tokio::time::timeout(timeout, get(&url))
+    let body = tokio::time::timeout(timeout, get(&url, tls))
         .await
         .unwrap_or(Err(Failure::Timeout))?;
     let json: Value = serde_json::from_slice(&body).map_err(|_| Failure::Parse)?;
@@ -273,14 +285,18 @@ mod tests {
             "http://zk1:8080/commands"
         );
         assert_eq!(
+            split_url("https://zk1/commands/mntr"),
+            Some(("zk1:443".into(), "/commands/mntr".into(), true))
+        );
+        assert_eq!(
             split_url("http://zk1:8080/commands/mntr"),
-            Some(("zk1:8080".into(), "/commands/mntr".into()))
+            Some(("zk1:8080".into(), "/commands/mntr".into(), false))
         );
         assert_eq!(
             split_url("http://zk1/x"),
-            Some(("zk1:80".into(), "/x".into()))
+            Some(("zk1:80".into(), "/x".into(), false))
         );
-        assert_eq!(split_url("https://zk1/x"), None);
+        assert_eq!(split_url("ftp://zk1/x"), None);
         assert_eq!(
             dechunk(b"4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n"),
             Some(b"abcdef".to_vec())

@@ -2,22 +2,66 @@
 //! server closes, all inside one deadline. A server that accepts and never
 //! answers costs exactly `timeout`, never more.
 
+use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::config::zktls::ZkTls;
 use crate::fourlw::Failure;
 
 /// Largest reply kept; `cons` and `wchc` of a busy server are large, and
 /// nothing the exporter parses needs more.
 pub const MAX_REPLY_BYTES: u64 = 16 << 20;
 
-/// Connects and sends the word; the reply is read by the caller.
-async fn send(server: &str, command: &str) -> Result<TcpStream, Failure> {
-    let mut stream = TcpStream::connect(server)
+/// A plain or TLS stream to a server.
+pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// Opens a connection to `server`: plain TCP, or TLS with the cluster's
+/// certificates (four-letter words work over `secureClientPort`). A failed
+/// handshake is [`Failure::Tls`], so a wrong CA reads as what it is.
+pub async fn open(server: &str, tls: Option<&ZkTls>) -> Result<Pin<Box<dyn Stream>>, Failure> {
+    let stream = TcpStream::connect(server)
         .await
         .map_err(|_| Failure::Connect)?;
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => Ok(Box::pin(stream)),
+        Some(tls) => Ok(Box::pin(
+            handshake(server, stream, tls)
+                .await
+                .map_err(|_| Failure::Tls)?,
+        )),
+    }
+}
+
+/// The TLS handshake on `stream` to `server`; the error says why (an
+/// unknown issuer, a name the certificate does not carry, an alert).
+pub async fn handshake(
+    server: &str,
+    stream: TcpStream,
+    tls: &ZkTls,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let name = tls.name_for(server).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{server}` has no host to verify"),
+        )
+    })?;
+    tokio_rustls::TlsConnector::from(tls.client.clone())
+        .connect(name, stream)
+        .await
+}
+
+/// Connects and sends the word; the reply is read by the caller.
+async fn send(
+    server: &str,
+    command: &str,
+    tls: Option<&ZkTls>,
+) -> Result<Pin<Box<dyn Stream>>, Failure> {
+    let mut stream = open(server, tls).await?;
     stream
         .write_all(command.as_bytes())
         .await
@@ -27,15 +71,24 @@ async fn send(server: &str, command: &str) -> Result<TcpStream, Failure> {
 
 /// Sends `command` to `server` (`host:port`) and returns the reply text
 /// (invalid UTF-8 replaced).
-pub async fn exchange(server: &str, command: &str, timeout: Duration) -> Result<String, Failure> {
+pub async fn exchange(
+    server: &str,
+    command: &str,
+    timeout: Duration,
+    tls: Option<&ZkTls>,
+) -> Result<String, Failure> {
     let attempt = async {
-        let mut stream = send(server, command).await?;
+        let mut stream = send(server, command, tls).await?;
         let mut reply = Vec::with_capacity(4096);
-        (&mut stream)
+        let read = (&mut stream)
             .take(MAX_REPLY_BYTES)
             .read_to_end(&mut reply)
-            .await
-            .map_err(|_| Failure::Connect)?;
+            .await;
+        // ZooKeeper closes a TLS connection without close_notify after a
+        // reply: what arrived is the reply.
+        if read.is_err() && reply.is_empty() {
+            return Err(Failure::Connect);
+        }
         Ok(String::from_utf8_lossy(&reply).into_owned())
     };
     tokio::time::timeout(timeout, attempt)
@@ -50,22 +103,27 @@ pub async fn exchange_lines(
     server: &str,
     command: &str,
     timeout: Duration,
+    tls: Option<&ZkTls>,
     mut line: impl FnMut(&str),
 ) -> Result<(), Failure> {
     use tokio::io::AsyncBufReadExt;
     let attempt = async {
-        let stream = send(server, command).await?;
+        let stream = send(server, command, tls).await?;
         let mut reader = tokio::io::BufReader::new(stream.take(MAX_REPLY_BYTES));
         let mut buf = Vec::with_capacity(512);
+        let mut any = false;
         loop {
             buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .await
-                .map_err(|_| Failure::Connect)?;
+            let n = match reader.read_until(b'\n', &mut buf).await {
+                Ok(n) => n,
+                // A TLS close without close_notify ends a reply too.
+                Err(_) if any => return Ok(()),
+                Err(_) => return Err(Failure::Connect),
+            };
             if n == 0 {
                 return Ok(());
             }
+            any = true;
             line(&String::from_utf8_lossy(&buf));
         }
     };
@@ -88,7 +146,7 @@ mod tests {
             std::future::pending::<()>().await;
         });
         let started = Instant::now();
-        let r = exchange(&addr, "mntr", Duration::from_millis(300)).await;
+        let r = exchange(&addr, "mntr", Duration::from_millis(300), None).await;
         assert_eq!(r, Err(Failure::Timeout));
         assert!(started.elapsed() >= Duration::from_millis(300));
         hold.abort();
@@ -100,7 +158,7 @@ mod tests {
         let addr = listener.local_addr().unwrap().to_string();
         drop(listener);
         assert_eq!(
-            exchange(&addr, "ruok", Duration::from_secs(2)).await,
+            exchange(&addr, "ruok", Duration::from_secs(2), None).await,
             Err(Failure::Connect)
         );
     }
@@ -122,7 +180,7 @@ mod tests {
     async fn replies_are_read_until_close() {
         let addr = answer_once(b"imok").await;
         assert_eq!(
-            exchange(&addr, "ruok", Duration::from_secs(2))
+            exchange(&addr, "ruok", Duration::from_secs(2), None)
                 .await
                 .as_deref(),
             Ok("imok")
@@ -133,7 +191,7 @@ mod tests {
     async fn lines_arrive_one_by_one() {
         let addr = answer_once(b"one\ntwo\nthree").await;
         let mut lines = Vec::new();
-        exchange_lines(&addr, "cons", Duration::from_secs(2), |l| {
+        exchange_lines(&addr, "cons", Duration::from_secs(2), None, |l| {
             lines.push(l.trim_end().to_owned())
         })
         .await

@@ -36,6 +36,8 @@ pub struct GhostCheck {
     pub timeout: Duration,
     /// Poll `wchp` too (herd effect); expensive on large servers.
     pub watches: bool,
+    /// TLS to `secureClientPort`, as the session.
+    pub tls: Option<crate::config::zktls::ZkTls>,
 }
 
 /// Polls until `shutdown` flips to true.
@@ -57,12 +59,16 @@ pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Recei
 
 /// `cons`, parsed line by line as it arrives: a busy server's reply (about
 /// 200 bytes per connection) is never held whole, only the connections.
-async fn ask_cons(server: &str, timeout: Duration) -> Exchange {
+async fn ask_cons(
+    server: &str,
+    timeout: Duration,
+    tls: Option<&crate::config::zktls::ZkTls>,
+) -> Exchange {
     let started = Instant::now();
     let mut connections = Vec::new();
     let mut refusal = None;
     let mut first = true;
-    let result = client::exchange_lines(server, Command::Cons.name(), timeout, |line| {
+    let result = client::exchange_lines(server, Command::Cons.name(), timeout, tls, |line| {
         if first {
             first = false;
             refusal = parse::refusal(line);
@@ -96,12 +102,12 @@ pub async fn poll_once(
     let (owners, ensemble_size) = (state.owners(), state.ensemble_size());
     let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
         let (cons, dump) = tokio::join!(
-            ask_cons(server, d.timeout),
-            ask(server, Command::Dump, d.timeout)
+            ask_cons(server, d.timeout, d.tls.as_ref()),
+            ask(server, Command::Dump, d.timeout, d.tls.as_ref())
         );
         let mut exchanges = vec![cons, dump];
         if d.watches {
-            exchanges.push(ask(server, Command::Wchp, d.timeout).await);
+            exchanges.push(ask(server, Command::Wchp, d.timeout, d.tls.as_ref()).await);
         }
         ServerPoll {
             server: server.clone(),

@@ -40,9 +40,14 @@ fn log_unreadable(server: &str, command: Command, detail: &str) {
 }
 
 /// One bounded exchange of `command` with `server`, parsed.
-pub async fn ask(server: &str, command: Command, timeout: Duration) -> Exchange {
+pub async fn ask(
+    server: &str,
+    command: Command,
+    timeout: Duration,
+    tls: Option<&crate::config::zktls::ZkTls>,
+) -> Exchange {
     let started = Instant::now();
-    let result = match client::exchange(server, command.name(), timeout).await {
+    let result = match client::exchange(server, command.name(), timeout, tls).await {
         Ok(raw) => interpret_detailed(command, &raw).map_err(|(failure, detail)| {
             if let Some(detail) = detail {
                 log_unreadable(server, command, &detail.0);

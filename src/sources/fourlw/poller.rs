@@ -167,14 +167,15 @@ impl Poller {
     /// The four-letter word, or the AdminServer in its place when the word
     /// is not allowed; both within one `timeout`, and timed as one.
     async fn exchange_now(&self, server: &str, command: Command) -> Exchange {
-        let mut exchange = super::ask(server, command, self.config.timeout).await;
+        let tls = self.config.tls.as_ref();
+        let mut exchange = super::ask(server, command, self.config.timeout, tls).await;
         if let (Err(Failure::NotAllowed), Some(template)) =
             (&exchange.result, &self.config.admin_url)
             && admin::supports(command)
         {
             let left = self.config.timeout.saturating_sub(exchange.duration);
             let started = Instant::now();
-            if let Ok(reply) = admin::fetch(template, server, command, left).await {
+            if let Ok(reply) = admin::fetch(template, server, command, left, tls).await {
                 exchange.result = Ok(reply);
             }
             exchange.duration += started.elapsed();

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use zookeeper_client::Client;
 
-use crate::config::ClusterConfig;
+use crate::config::{AuthScheme, ClusterConfig};
 use crate::model::tree::TreePattern;
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
@@ -40,6 +40,32 @@ impl Backoff {
     }
 }
 
+/// Explains a connect failure; when TLS is on and no server took the
+/// session, one handshake of our own says why (the library only says "no
+/// hosts").
+pub async fn explain_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) -> String {
+    let message = describe_connect_error(cfg, e);
+    let (Some(tls), zookeeper_client::Error::NoHosts) = (&cfg.tls, e) else {
+        return message;
+    };
+    for server in cfg.servers.iter().take(3) {
+        let attempt = async {
+            let stream = tokio::net::TcpStream::connect(server).await.ok()?;
+            let failed = crate::sources::fourlw::client::handshake(server, stream, tls)
+                .await
+                .err()?;
+            Some(format!(
+                "the TLS handshake with {server} failed: {failed} (is its certificate signed by tls.ca_file {} and does it carry the name dialled? does the server take the client certificate?)",
+                tls.ca_file.display()
+            ))
+        };
+        if let Ok(Some(why)) = tokio::time::timeout(Duration::from_secs(3), attempt).await {
+            return format!("{message}: {why}");
+        }
+    }
+    message
+}
+
 /// Explains a connect failure in operator terms.
 pub fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) -> String {
     let servers = cfg.servers.join(",");
@@ -52,10 +78,16 @@ pub fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) 
         zookeeper_client::Error::Timeout => {
             format!("no session established with [{servers}] within the session timeout")
         }
-        zookeeper_client::Error::AuthFailed => format!(
-            "authentication to [{servers}] failed with the digest credentials from {}",
-            cfg.auth.as_ref().map_or("(none)", |a| a.origin.as_str())
-        ),
+        zookeeper_client::Error::AuthFailed => match &cfg.auth {
+            Some(a) => format!(
+                "authentication to [{servers}] failed with the {} credentials from {}",
+                a.scheme.label(),
+                a.origin
+            ),
+            None => format!(
+                "[{servers}] refused the session's authentication (a TLS client certificate?)"
+            ),
+        },
         other => format!("cannot connect to [{servers}]: {other}"),
     }
 }
@@ -71,7 +103,11 @@ pub fn describe_sync_error(
             "not authorized to read {} (ACL); {}",
             pattern.root(),
             match &cfg.auth {
-                Some(a) => format!("check the digest credentials from {}", a.origin),
+                Some(a) => format!(
+                    "check the {} credentials from {}",
+                    a.scheme.label(),
+                    a.origin
+                ),
                 None => "configure `auth` for this cluster".to_owned(),
             }
         ),
@@ -85,12 +121,46 @@ pub fn describe_sync_error(
 
 /// A new client for the cluster, with its credentials.
 pub async fn connect(cfg: &ClusterConfig) -> Result<Client, zookeeper_client::Error> {
-    let mut connector = Client::connector()
+    let connector = Client::connector()
+        .with_connection_timeout(cfg.session_timeout.min(Duration::from_secs(5)));
+    dial(cfg, connector).await
+}
+
+/// Connects `connector` with the cluster's session timeout, credentials
+/// (digest or SASL) and TLS.
+pub async fn dial(
+    cfg: &ClusterConfig,
+    mut connector: zookeeper_client::Connector,
+) -> Result<Client, zookeeper_client::Error> {
+    connector = connector
         .with_session_timeout(cfg.session_timeout)
-        .with_connection_timeout(cfg.session_timeout.min(Duration::from_secs(5)))
         .with_fail_eagerly();
     if let Some(auth) = &cfg.auth {
-        connector = connector.with_auth("digest", auth.credentials.expose().as_bytes());
+        connector = match auth.scheme {
+            AuthScheme::Digest => {
+                connector.with_auth("digest", auth.credentials.expose().as_bytes())
+            }
+            AuthScheme::SaslDigestMd5 => {
+                let (user, password) = auth.user_password();
+                connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(
+                    user.to_owned(),
+                    password.to_owned(),
+                ))
+            }
+        };
     }
-    connector.connect(&cfg.connect_string()).await
+    match &cfg.tls {
+        Some(tls) => {
+            let options = tls.session_options().map_err(|_| {
+                // Checked when the config was loaded; only a file swapped
+                // since could fail here.
+                zookeeper_client::Error::BadArguments(&"TLS certificates unusable")
+            })?;
+            connector
+                .with_tls(options)
+                .secure_connect(&cfg.connect_string())
+                .await
+        }
+        None => connector.connect(&cfg.connect_string()).await,
+    }
 }

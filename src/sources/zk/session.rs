@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 
-use super::connect::{Backoff, connect, describe_connect_error, describe_sync_error};
+use super::connect::{Backoff, connect, describe_sync_error, explain_connect_error};
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
@@ -115,7 +115,7 @@ pub async fn run_cluster(
                 end
             }
             Err(e) => {
-                let message = describe_connect_error(&cfg, &e);
+                let message = explain_connect_error(&cfg, &e).await;
                 if failing_since.is_none() {
                     warn!(cluster = %cfg.name, "{message}; retrying with backoff");
                     failing_since = Some(Instant::now());
@@ -443,7 +443,12 @@ impl<'a> Session<'a> {
             Ok((data, _)) => {
                 let all = parse_members(&String::from_utf8_lossy(&data));
                 let size = all.len();
-                let addresses = all.into_iter().filter_map(|m| m.client_address).collect();
+                // Only plain client ports are published: under TLS, poll `servers`.
+                let addresses = if self.cfg.tls.is_some() {
+                    Vec::new()
+                } else {
+                    all.into_iter().filter_map(|m| m.client_address).collect()
+                };
                 self.state.members_published(addresses, Some(size));
             }
             Err(e) => {
