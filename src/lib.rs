@@ -48,6 +48,8 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod fourlw;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod metrics;
 pub mod model;

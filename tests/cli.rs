@@ -61,6 +61,38 @@ fn invalid_configuration_exits_2_with_one_line_naming_the_key() {
         ),
         ("", "clusters: no ZooKeeper cluster configured"),
         ("[[clusters]\n", "invalid"),
+        (
+            &format!("[web]\nconfig_file = \"/nonexistent/web.yml\"\n{ok}"),
+            "web.config_file: web config /nonexistent/web.yml: cannot read",
+        ),
+        (
+            &format!("[web]\nidle_timeout = \"never\"\n{ok}"),
+            "web.idle_timeout",
+        ),
+        (
+            &format!("[web]\nmax_connections = 1\n{ok}"),
+            "web.max_connections: must be at least 2",
+        ),
+        (
+            &format!("{ok}tls = {{ cert_file = \"/a\" }}\n"),
+            "clusters[0].tls.ca_file: is required",
+        ),
+        (
+            &format!("{ok}tls = {{ ca_file = \"/nonexistent/ca.pem\" }}\n"),
+            "clusters[0].tls.ca_file: cannot read /nonexistent/ca.pem",
+        ),
+        (
+            &format!(
+                "{ok}auth = {{ scheme = \"sasl\", mechanism = \"GSSAPI\", credentials = \"a:b\" }}\n"
+            ),
+            "clusters[0].auth.mechanism: Kerberos (GSSAPI) is not supported",
+        ),
+        (
+            &format!(
+                "{ok}four_letter_words = {{ admin_url = \"https://{{host}}:8080/commands\" }}\n"
+            ),
+            "clusters[0].four_letter_words.admin_url: an https:// AdminServer needs [clusters.tls]",
+        ),
     ];
     for (toml, expected) in cases {
         let (code, stderr) = run_with_config(toml);

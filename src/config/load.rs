@@ -20,17 +20,31 @@ pub fn load(
     let mut builder = config::Config::builder();
     if let Some(path) = &overrides.config_file {
         check_readable(path)?;
-        builder = builder.add_source(
-            config::File::from(path.as_path())
-                .format(config::FileFormat::Toml)
-                .required(true),
-        );
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::new(
+                "--config",
+                format!("cannot read configuration file {}: {e}", path.display()),
+            )
+        })?;
+        guard_top_level_keys(&text)?;
+        builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
     }
     let prefix = format!("{ENV_PREFIX}_");
     let env: HashMap<String, String> = env
         .into_iter()
         .filter(|(k, _)| k.starts_with(&prefix) && !overrides.cli_env_vars.contains(k))
         .collect();
+    // The config crate reads `[N]` in a key as an array index and would
+    // allocate up to N: only plain names reach it.
+    if let Some(bad) = env
+        .keys()
+        .find(|k| !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    {
+        return Err(ConfigError::new(
+            bad.as_str(),
+            "is not a configuration variable: names are letters, digits and `_` (nesting with `__`)",
+        ));
+    }
     builder = builder.add_source(
         config::Environment::with_prefix(ENV_PREFIX)
             .prefix_separator("_")
@@ -76,6 +90,47 @@ pub fn load(
         }
     }
     Ok(config)
+}
+
+/// The configuration in TOML `text` alone (no environment, no flags):
+/// what `--config` would give, for checks and fuzzing.
+pub fn parse_toml(text: &str) -> Result<Config, ConfigError> {
+    guard_top_level_keys(text)?;
+    let raw: RawConfig = config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
+        .build()
+        .and_then(config::Config::try_deserialize)
+        .map_err(|e| {
+            ConfigError::new(
+                "",
+                format!("invalid configuration: {}", one_line(&e.to_string())),
+            )
+        })?;
+    validate(raw)
+}
+
+/// Refuses top-level keys other than `web` and `clusters` before the
+/// config crate sees them: it reads `a[N]` in a top-level key as an array
+/// index and allocates N elements (found by fuzzing: an abort, not an
+/// error). A text that does not parse is left to the config crate's
+/// message.
+fn guard_top_level_keys(text: &str) -> Result<(), ConfigError> {
+    let Ok(table) = toml::from_str::<toml::Table>(text) else {
+        return Ok(());
+    };
+    match table
+        .keys()
+        .find(|k| !matches!(k.as_str(), "web" | "clusters"))
+    {
+        Some(key) => Err(ConfigError::new(
+            "",
+            format!(
+                "invalid configuration: unknown field `{}`, expected `web` or `clusters`",
+                key.escape_debug()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Folds a multi-line parser message (TOML errors draw the offending line

@@ -318,4 +318,4 @@ pub mod webfile;
 pub mod zktls;
 
 pub use cluster::system_trees;
-pub use load::load;
+pub use load::{load, parse_toml};

@@ -507,3 +507,18 @@ fn known_systems_expand_to_their_layouts() {
     assert_eq!(c.clusters[0].elections[0].pattern.as_str(), "/k/controller");
     assert_eq!(c.clusters[0].elections.len(), 2);
 }
+
+/// The config crate reads `a[N]` in a top-level key or variable name as an
+/// array index and allocates N elements: such names are refused first.
+#[test]
+fn index_like_names_are_refused_not_allocated() {
+    let ok = "[[clusters]]\nservers = [\"127.0.0.1:1\"]\n";
+    let e = load_file(&format!("\"a[4444444444]\" = 1\n{ok}"), &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("unknown field `a[4444444444]`"),
+        "{e}"
+    );
+    let e = load_file(ok, &[("ZK_EXPORTER_A[4444444444]", "1")]).unwrap_err();
+    assert!(e.to_string().contains("ZK_EXPORTER_A[4444444444]"), "{e}");
+    assert!(super::parse_toml(&format!("\"b[99999999999]\" = 2\n{ok}")).is_err());
+}

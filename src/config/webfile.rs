@@ -123,6 +123,16 @@ pub fn load(path: &Path) -> Result<Loaded, WebConfigError> {
     Ok(Loaded { config, files })
 }
 
+/// A web config from `text`, with files named in it read relative to
+/// `dir` (for checks and fuzzing).
+pub fn parse_text(text: &str, dir: &Path) -> Result<WebFile, WebConfigError> {
+    parse(text, dir, &mut Vec::new()).map_err(|(key, message)| WebConfigError {
+        file: PathBuf::from("<text>"),
+        key,
+        message,
+    })
+}
+
 /// A fingerprint of the files' contents (missing files included), cheap
 /// enough to take every second: a change means "reload".
 pub fn fingerprint(files: &[PathBuf]) -> u64 {
@@ -149,6 +159,7 @@ fn parse(text: &str, dir: &Path, files: &mut Vec<PathBuf>) -> Result<WebFile, In
     let raw: RawWebConfig = if text.trim().is_empty() {
         RawWebConfig::default()
     } else {
+        guard_top_level_keys(text)?;
         config::Config::builder()
             .add_source(config::File::from_str(text, config::FileFormat::Yaml))
             .build()
@@ -221,6 +232,45 @@ fn parse(text: &str, dir: &Path, files: &mut Vec<PathBuf>) -> Result<WebFile, In
         config.tls = Some(Arc::new(tls_config(tls, http2, dir, files)?));
     }
     Ok(config)
+}
+
+/// Refuses top-level keys other than the four sections before the config
+/// crate sees them: it reads `a[N]` in a top-level key as an array index
+/// and allocates N elements (found by fuzzing: an abort at reload).
+fn guard_top_level_keys(text: &str) -> Result<(), Invalid> {
+    const SECTIONS: [&str; 4] = [
+        "tls_server_config",
+        "http_server_config",
+        "basic_auth_users",
+        "rate_limit",
+    ];
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| invalid("", e.to_string()))?;
+    if docs.len() > 1 {
+        return Err(invalid("", "holds more than one YAML document"));
+    }
+    let Some(yaml_rust2::Yaml::Hash(top)) = docs.first() else {
+        return match docs.first() {
+            None | Some(yaml_rust2::Yaml::Null) => Ok(()),
+            Some(_) => Err(invalid("", "is not a mapping of the web config's sections")),
+        };
+    };
+    for key in top.keys() {
+        match key.as_str() {
+            Some(k) if SECTIONS.contains(&k) => {}
+            other => {
+                return Err(invalid(
+                    "",
+                    format!(
+                        "unknown field `{}`, expected one of {}",
+                        other.map_or_else(|| format!("{key:?}"), |k| k.escape_debug().to_string()),
+                        SECTIONS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A PEM given inline or as a file (relative to `dir`), not both.

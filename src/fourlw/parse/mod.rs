@@ -433,6 +433,16 @@ fn parse_java_date(text: &str) -> Option<std::time::SystemTime> {
         .map(|p| p.parse().ok())
         .collect::<Option<_>>()?;
     let [hh, mm, ss] = hms[..] else { return None };
+    // Out-of-range fields would overflow the arithmetic below (found by
+    // fuzzing): no date ZooKeeper writes has them.
+    if !(1..=31).contains(&d)
+        || !(1970..=9999).contains(&y)
+        || !(0..24).contains(&hh)
+        || !(0..60).contains(&mm)
+        || !(0..=60).contains(&ss)
+    {
+        return None;
+    }
     // Days from the civil date (Howard Hinnant's algorithm).
     let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
     let era = y.div_euclid(400);
