@@ -185,6 +185,7 @@ fn latency(name: &str, port: u16, tls: Option<&Arc<rustls::ClientConfig>>, auth:
 
 fn wait_exported(port: u16, tls: Option<&Arc<rustls::ClientConfig>>, auth: Option<&str>) {
     wait_for("every election exported", Duration::from_secs(120), || {
+        TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
         let mut c = connect(port, tls);
         // A scrape that panics on a not-yet-200 answer is retried.
         let len = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scrape(&mut c, auth)))
@@ -201,7 +202,7 @@ fn stalled(port: u16, pid: u32) {
     let before = rss_mib(pid);
     let held: Vec<TcpStream> = (0..40)
         .map(|_| {
-            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut s = small_window_connect(port);
             s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
                 .unwrap();
             s

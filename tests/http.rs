@@ -335,7 +335,7 @@ async fn forty_stalled_readers_cost_about_one_body() {
     // 40 scrapers that send a request and never read the answer.
     let stalled: Vec<TcpStream> = (0..40)
         .map(|_| {
-            let mut s = TcpStream::connect(("127.0.0.1", exporter.port)).unwrap();
+            let mut s = small_window_connect(exporter.port);
             s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
                 .unwrap();
             s

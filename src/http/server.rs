@@ -52,6 +52,10 @@ struct Conn {
     /// request not yet handed to a handler.
     partial: AtomicU64,
     in_flight: AtomicUsize,
+    /// HTTP/2 (negotiated by ALPN): frames arrive between requests
+    /// (acknowledgements, window updates, pings), so bytes while idle are
+    /// not the start of a request and only the idle timeout applies.
+    h2: AtomicBool,
     evicted: AtomicBool,
     evict: Notify,
 }
@@ -63,6 +67,7 @@ impl Conn {
             active: AtomicU64::new(0),
             partial: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            h2: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             evict: Notify::new(),
         }
@@ -78,7 +83,7 @@ impl Conn {
     }
     fn received(&self) {
         self.touched();
-        if self.in_flight.load(Ordering::Relaxed) == 0 {
+        if self.in_flight.load(Ordering::Relaxed) == 0 && !self.h2.load(Ordering::Relaxed) {
             let _ = self.partial.compare_exchange(
                 0,
                 self.now_ms() + 1,
@@ -247,7 +252,11 @@ async fn connection(
         Some(tls) => {
             let accept = tokio_rustls::TlsAcceptor::from(tls.clone()).accept(stream);
             match tokio::time::timeout(limits.header_timeout, accept).await {
-                Ok(Ok(s)) => Box::new(s),
+                Ok(Ok(s)) => {
+                    let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
+                    conn.h2.store(h2, Ordering::Relaxed);
+                    Box::new(s)
+                }
                 Ok(Err(e)) => {
                     debug!("TLS handshake failed: {e}");
                     stats.closed(Closed::Handshake);
@@ -463,6 +472,11 @@ mod tests {
         assert_eq!(c.read_deadline(&limits), None);
         c.end();
         assert_eq!(c.read_deadline(&limits).unwrap().1, Closed::Idle);
+        // HTTP/2 frames between requests are not a request arriving.
+        let h2 = Conn::new();
+        h2.h2.store(true, Ordering::Relaxed);
+        h2.received();
+        assert_eq!(h2.read_deadline(&limits).unwrap().1, Closed::Idle);
     }
 
     #[test]

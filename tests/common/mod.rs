@@ -1008,3 +1008,46 @@ pub fn promtool_check(text: &str) -> Result<(), String> {
         _ => Err(report),
     }
 }
+
+/// A connection to `port` whose receive buffer is 4 KiB, set before the
+/// handshake so the window stays small: a scraper that stops reading then
+/// leaves the response in the server, not in this side's kernel buffers
+/// (on loopback those grow to megabytes and would hide what the server
+/// holds).
+pub fn small_window_connect(port: u16) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor owned here until handed
+    // to the TcpStream.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let size: libc::c_int = 4096;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let rc = libc::connect(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(
+            rc,
+            0,
+            "connect to {port}: {}",
+            std::io::Error::last_os_error()
+        );
+        TcpStream::from_raw_fd(fd)
+    }
+}
