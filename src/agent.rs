@@ -11,6 +11,7 @@ use tracing::info;
 
 use crate::config::{ClusterConfig, Config};
 use crate::http::auth::Web;
+use crate::model::alerting::PushStats;
 use crate::model::tree::Tree;
 use crate::model::web::WebStats;
 use crate::model::{ClusterState, SharedCluster};
@@ -137,8 +138,24 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         crate::os::open_files_limit(),
     );
     let stats = Arc::new(WebStats::new(cap as u64));
+    let push = config
+        .alerting
+        .as_ref()
+        .map(|_| Arc::new(PushStats::default()));
+    if let (Some(alerting), Some(push)) = (config.alerting.clone(), &push) {
+        tokio::spawn(crate::alerting::run(
+            alerting,
+            states.clone(),
+            push.clone(),
+            stop_rx.clone(),
+        ));
+    }
     let app = http::AppState {
-        exposition: Arc::new(metrics::Exposition::with_web(states.clone(), stats.clone())),
+        exposition: Arc::new(metrics::Exposition::with_server(
+            states.clone(),
+            stats.clone(),
+            push,
+        )),
         clusters: states,
         pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
         bodies: Default::default(),

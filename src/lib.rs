@@ -45,6 +45,7 @@
 //! [`ask`]: sources::fourlw::ask
 
 pub mod agent;
+pub mod alerting;
 pub mod cli;
 pub mod config;
 pub mod fourlw;

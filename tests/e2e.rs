@@ -9,24 +9,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::program::{Program, query};
+use common::program::{Program, alerts_in_alertmanager, query};
 use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(90);
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Active alerts in Alertmanager named `name`, as their label maps.
-fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {
-    let v = am.get_json("/api/v2/alerts?active=true&silenced=false&inhibited=false")?;
-    Ok(v.as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|a| a["labels"]["alertname"] == name)
-        .map(|a| a["labels"].clone())
-        .collect())
-}
 
 /// Every PromQL expression of every dashboard panel, variables filled in.
 fn dashboard_queries() -> Vec<(String, String, String)> {

@@ -109,7 +109,7 @@ pub fn parse_toml(text: &str) -> Result<Config, ConfigError> {
     validate(raw)
 }
 
-/// Refuses top-level keys other than `web` and `clusters` before the
+/// Refuses top-level keys other than `web`, `clusters` and `alerting` before the
 /// config crate sees them: it reads `a[N]` in a top-level key as an array
 /// index and allocates N elements (found by fuzzing: an abort, not an
 /// error). A text that does not parse is left to the config crate's
@@ -120,12 +120,12 @@ fn guard_top_level_keys(text: &str) -> Result<(), ConfigError> {
     };
     match table
         .keys()
-        .find(|k| !matches!(k.as_str(), "web" | "clusters"))
+        .find(|k| !matches!(k.as_str(), "web" | "clusters" | "alerting"))
     {
         Some(key) => Err(ConfigError::new(
             "",
             format!(
-                "invalid configuration: unknown field `{}`, expected `web` or `clusters`",
+                "invalid configuration: unknown field `{}`, expected `web`, `clusters` or `alerting`",
                 key.escape_debug()
             ),
         )),
@@ -254,6 +254,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         None => None,
     };
     let limits = http_limits(&raw.web)?;
+    let alerting = super::alerting::validate_alerting(raw.alerting)?;
     if raw.clusters.is_empty() {
         return Err(ConfigError::new(
             "clusters",
@@ -283,6 +284,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             limits,
         },
         clusters,
+        alerting,
     })
 }
 

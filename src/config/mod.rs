@@ -81,6 +81,8 @@ impl fmt::Debug for Secret {
 pub struct Config {
     pub web: WebConfig,
     pub clusters: Vec<ClusterConfig>,
+    /// `[alerting]`: push the agent's own alerts; `None` when not set.
+    pub alerting: Option<alerting::AlertingConfig>,
 }
 
 #[derive(Debug, Clone)]
@@ -307,6 +309,7 @@ pub struct Overrides {
     pub cli_env_vars: Vec<String>,
 }
 
+pub mod alerting;
 mod cluster;
 mod load;
 mod raw;

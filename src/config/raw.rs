@@ -14,6 +14,7 @@ pub(super) struct RawConfig {
     pub(super) web: RawWeb,
     #[serde(default)]
     pub(super) clusters: Vec<RawCluster>,
+    pub(super) alerting: Option<super::alerting::RawAlerting>,
 }
 
 #[derive(Debug, Default, Deserialize)]

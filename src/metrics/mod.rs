@@ -6,6 +6,7 @@
 //! on each cluster, reads the models and writes the exposition, in the
 //! Prometheus text format or OpenMetrics as the scraper asks.
 
+mod alerting;
 mod canary;
 mod discovery;
 mod elections;
@@ -68,20 +69,23 @@ type MntrSection = (Vec<u64>, String);
 
 impl Exposition {
     pub fn new(clusters: Vec<SharedCluster>) -> Self {
-        Self::build(clusters, None)
+        Self::build(clusters, None, None)
     }
 
-    /// With the HTTP server's own counters.
-    pub fn with_web(
+    /// With the HTTP server's own counters, and the alert pusher's when
+    /// alerts are pushed.
+    pub fn with_server(
         clusters: Vec<SharedCluster>,
         web: std::sync::Arc<crate::model::web::WebStats>,
+        push: Option<std::sync::Arc<crate::model::alerting::PushStats>>,
     ) -> Self {
-        Self::build(clusters, Some(web))
+        Self::build(clusters, Some(web), push)
     }
 
     fn build(
         clusters: Vec<SharedCluster>,
         web: Option<std::sync::Arc<crate::model::web::WebStats>>,
+        push: Option<std::sync::Arc<crate::model::alerting::PushStats>>,
     ) -> Self {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Collector {
@@ -89,6 +93,9 @@ impl Exposition {
         }));
         if let Some(stats) = web {
             registry.register_collector(Box::new(web::WebCollector { stats }));
+        }
+        if let Some(stats) = push {
+            registry.register_collector(Box::new(alerting::PushCollector { stats }));
         }
         Self {
             registry,

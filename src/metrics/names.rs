@@ -69,6 +69,10 @@ pub const HTTP_CONNECTIONS_CLOSED: &str = "zookeeper_exporter_http_connections_c
 pub const HTTP_ACCEPT_ERRORS: &str = "zookeeper_exporter_http_accept_errors";
 pub const HTTP_UNAUTHORIZED: &str = "zookeeper_exporter_http_unauthorized_requests";
 pub const HTTP_TLS_ENABLED: &str = "zookeeper_exporter_http_tls_enabled";
+pub const ALERTS_ACTIVE: &str = "zookeeper_exporter_alerts_active";
+pub const ALERTS_SENT: &str = "zookeeper_exporter_alerts_sent";
+pub const ALERTS_SEND_ERRORS: &str = "zookeeper_exporter_alerts_send_errors";
+pub const ALERTS_DROPPED: &str = "zookeeper_exporter_alerts_dropped";
 pub const WEB_CONFIG_RELOADS: &str = "zookeeper_exporter_web_config_reloads";
 pub const WEB_CONFIG_LAST_RELOAD_SUCCESSFUL: &str =
     "zookeeper_exporter_web_config_last_reload_successful";
@@ -184,6 +188,10 @@ pub const ALL: &[&str] = &[
     HTTP_UNAUTHORIZED,
     HTTP_TLS_ENABLED,
     WEB_CONFIG_RELOADS,
+    ALERTS_ACTIVE,
+    ALERTS_SENT,
+    ALERTS_SEND_ERRORS,
+    ALERTS_DROPPED,
     WEB_CONFIG_LAST_RELOAD_SUCCESSFUL,
     FOURLW_UP,
     FOURLW_DURATION_SECONDS,

@@ -1,6 +1,7 @@
 //! Pure data models: ZooKeeper events go in, metric values come out.
 //! Nothing in here performs I/O or reads a clock; time is passed in.
 
+pub mod alerting;
 pub mod attention;
 pub mod candidate;
 pub mod child;

@@ -69,3 +69,15 @@ pub fn query(prometheus: &Program, expr: &str) -> Result<Vec<Value>, String> {
     let v = prometheus.get_json(&format!("/api/v1/query?query={}", url_encode(expr)))?;
     Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
 }
+
+/// Active alerts in Alertmanager named `name`, as their label maps.
+pub fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {
+    let v = am.get_json("/api/v2/alerts?active=true&silenced=false&inhibited=false")?;
+    Ok(v.as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a["labels"]["alertname"] == name)
+        .map(|a| a["labels"].clone())
+        .collect())
+}

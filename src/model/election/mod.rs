@@ -417,6 +417,11 @@ impl Election {
         self.duplicates as usize
     }
 
+    /// Since when it has had no master (`None` while it has one).
+    pub fn masterless_since(&self) -> Option<Instant> {
+        self.masterless_since
+    }
+
     /// Accumulated time without a master, including a period still running.
     pub fn masterless_total(&self, now: Instant) -> Duration {
         self.masterless_total

@@ -1,0 +1,386 @@
+//! The alerts the agent raises itself, pushed straight to Alertmanager
+//! because it sees them first. Each is the twin of a shipped Prometheus
+//! rule: the same alertname, severity and identifying labels (`cluster`,
+//! `election`), so Alertmanager merges the pushed and the rule-evaluated
+//! copy into one notification; and the same hold (`for:`), except the
+//! masterless one, whose hold is `alerting.no_master_for`.
+//!
+//! Pure: conditions are read from the models at an instant the caller
+//! gives; [`Book`] turns them into alerts that fire and resolve.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::attention::State;
+use super::cluster::ClusterState;
+use super::tree::TreeSource;
+
+/// What a pushed alert is: its rule twin's name, severity and texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    NoMaster,
+    GhostMaster,
+    DuplicateIdentity,
+    MasterFlapping,
+    EpochRegression,
+    RecordDisagrees,
+    SessionDown,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::NoMaster,
+        Kind::GhostMaster,
+        Kind::DuplicateIdentity,
+        Kind::MasterFlapping,
+        Kind::EpochRegression,
+        Kind::RecordDisagrees,
+        Kind::SessionDown,
+    ];
+
+    pub fn alertname(self) -> &'static str {
+        match self {
+            Kind::NoMaster => "ZooKeeperElectionNoMaster",
+            Kind::GhostMaster => "ZooKeeperElectionGhostMaster",
+            Kind::DuplicateIdentity => "ZooKeeperElectionDuplicateIdentity",
+            Kind::MasterFlapping => "ZooKeeperElectionMasterFlapping",
+            Kind::EpochRegression => "ZooKeeperElectionEpochRegression",
+            Kind::RecordDisagrees => "ZooKeeperElectionRecordDisagrees",
+            Kind::SessionDown => "ZooKeeperExporterSessionDown",
+        }
+    }
+
+    pub fn severity(self) -> &'static str {
+        match self {
+            Kind::NoMaster | Kind::EpochRegression | Kind::SessionDown => "critical",
+            _ => "warning",
+        }
+    }
+
+    /// The rule's `summary` and `description`, with `{cluster}`,
+    /// `{election}` and `{value}` to fill in.
+    pub fn texts(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::NoMaster => (
+                "Election {election} of {cluster} has no master",
+                "No candidate holds {election} in {cluster}: nobody drives it until an instance joins.",
+            ),
+            Kind::GhostMaster => (
+                "Master of {election} ({cluster}) is a ghost",
+                "The session holding {election} in {cluster} has no connection or has gone silent; its node, and so its mastership, lasts until the session expires.",
+            ),
+            Kind::DuplicateIdentity => (
+                "The same identity is registered twice in {election} ({cluster})",
+                "{value} candidates of {election} in {cluster} share an identity with another: usually a zombie session of a restarted instance.",
+            ),
+            Kind::MasterFlapping => (
+                "Mastership of {election} ({cluster}) flaps",
+                "{election} in {cluster} switched master more than 3 times in 10 minutes: sessions keep expiring or instances keep restarting.",
+            ),
+            Kind::EpochRegression => (
+                "The fencing epoch of {election} ({cluster}) went backwards",
+                "The epoch of {election} in {cluster} was written lower than before: a master with a stale epoch is acting, and fencing is not protecting the system.",
+            ),
+            Kind::RecordDisagrees => (
+                "The master record of {election} ({cluster}) names another master",
+                "The node where {election} in {cluster} records its active master has named someone other than the lock's owner for 5 minutes: the new master has not taken over its duties, or fencing of the old one failed.",
+            ),
+            Kind::SessionDown => (
+                "zk-election-exporter has no ZooKeeper session to {cluster}",
+                "The exporter's session to {cluster} has not been connected for a while: election metrics are stale or missing.",
+            ),
+        }
+    }
+
+    /// The runbook anchor (docs/runbooks.md#...).
+    pub fn anchor(self) -> String {
+        self.alertname().to_ascii_lowercase()
+    }
+
+    /// How long the condition must hold, as the rule's `for:`; the
+    /// masterless and session holds are configured.
+    fn hold(self, t: &Thresholds) -> Duration {
+        match self {
+            Kind::NoMaster => t.no_master_for,
+            Kind::SessionDown => t.session_lost_for,
+            Kind::GhostMaster => Duration::from_secs(30),
+            Kind::DuplicateIdentity | Kind::RecordDisagrees => Duration::from_secs(300),
+            Kind::MasterFlapping | Kind::EpochRegression => Duration::ZERO,
+        }
+    }
+}
+
+/// The configured holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    pub no_master_for: Duration,
+    pub session_lost_for: Duration,
+}
+
+/// Which alert: its kind, cluster and election (empty for the session).
+pub type Key = (Kind, String, String);
+
+/// A condition true now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub kind: Kind,
+    pub election: String,
+    /// Since when it holds, when the model knows (masterless since);
+    /// otherwise from when the book first saw it.
+    pub since: Option<Instant>,
+    /// `{value}` of the description; for an epoch regression, the count
+    /// of regressions (the alert holds for 10 minutes after it grows).
+    pub value: u64,
+}
+
+/// One cluster's conditions at an instant.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// False while the agent's session is not connected: the cluster's
+    /// election alerts then neither fire nor resolve, since no reading is
+    /// not a reading.
+    pub fresh: bool,
+    pub conditions: Vec<Condition>,
+    /// Elections of trees not synced (no rights, a listing failed): their
+    /// alerts are kept as they are.
+    pub frozen: std::collections::BTreeSet<String>,
+}
+
+impl ClusterState {
+    /// The conditions of this cluster's configured elections at `now`.
+    /// Discovered elections never page (their rule twin excludes them).
+    pub fn alert_reading(&self, now: Instant) -> Reading {
+        let mut reading = Reading {
+            fresh: self.session.is_connected(),
+            ..Reading::default()
+        };
+        if !reading.fresh {
+            return reading;
+        }
+        let conditions = &mut reading.conditions;
+        for tree in &self.trees {
+            if tree.source() == TreeSource::Discovered {
+                continue;
+            }
+            let Some(elections) = tree.as_elections() else {
+                continue;
+            };
+            if !tree.synced() {
+                reading
+                    .frozen
+                    .extend(elections.elections().map(|(p, _)| p.to_owned()));
+                continue;
+            }
+            for (path, election) in elections.elections() {
+                let mut push = |kind, since, value| {
+                    conditions.push(Condition {
+                        kind,
+                        election: path.to_owned(),
+                        since,
+                        value,
+                    })
+                };
+                match self.state_of(elections, election, now) {
+                    State::Masterless => push(Kind::NoMaster, election.masterless_since(), 0),
+                    State::Ghost => push(Kind::GhostMaster, None, 0),
+                    _ => {}
+                }
+                let duplicates = election.duplicate_identities();
+                if duplicates > 0 {
+                    push(Kind::DuplicateIdentity, None, duplicates as u64);
+                }
+                if election.is_flapping(now) {
+                    push(Kind::MasterFlapping, None, 0);
+                }
+                if let Some(facts) = elections.facts(path) {
+                    if facts.epoch_regressions > 0 {
+                        push(Kind::EpochRegression, None, facts.epoch_regressions);
+                    }
+                    if let (Some(record), Some(master)) = (&facts.record, election.master())
+                        && record != master.identity
+                        && record != master.node
+                    {
+                        push(Kind::RecordDisagrees, None, 0);
+                    }
+                }
+            }
+        }
+        reading
+    }
+}
+
+/// An alert firing now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Firing {
+    /// When its condition began.
+    pub since: Instant,
+    pub value: u64,
+}
+
+/// What changed at an update.
+#[derive(Debug, Default, PartialEq)]
+pub struct Changes {
+    pub fired: Vec<Key>,
+    pub resolved: Vec<(Key, Firing)>,
+}
+
+/// How long an epoch regression stays alerted after the count grew, as
+/// the rule's `increase(...[10m]) > 0`.
+const REGRESSION_WINDOW: Duration = Duration::from_secs(600);
+
+/// The alerts firing, and conditions waiting out their hold.
+#[derive(Debug, Default)]
+pub struct Book {
+    firing: BTreeMap<Key, Firing>,
+    pending: BTreeMap<Key, Instant>,
+    /// Epoch regressions last seen per election, and when they grew.
+    regressions: BTreeMap<Key, (u64, Instant)>,
+    /// Alerts that held but were left out past the cap.
+    left_out: std::collections::BTreeSet<Key>,
+}
+
+impl Book {
+    pub fn firing(&self) -> impl Iterator<Item = (&Key, &Firing)> {
+        self.firing.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.firing.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.firing.is_empty()
+    }
+
+    /// Applies `cluster`'s reading at `now`. A stale reading keeps what
+    /// fires as it is. `session_lost_since` is when the agent's session
+    /// stopped being connected (measured by the caller). At most `max`
+    /// alerts fire per cluster; the number newly left out is returned
+    /// (each counted once, not at every update).
+    pub fn update(
+        &mut self,
+        cluster: &str,
+        reading: Reading,
+        session_lost_since: Option<Instant>,
+        now: Instant,
+        t: &Thresholds,
+        max: usize,
+    ) -> (Changes, usize) {
+        let mut changes = Changes::default();
+        let mut wanted: BTreeMap<Key, (Instant, u64)> = BTreeMap::new();
+        if let Some(since) = session_lost_since {
+            wanted.insert(
+                (Kind::SessionDown, cluster.to_owned(), String::new()),
+                (since, 0),
+            );
+        }
+        let (fresh, frozen) = (reading.fresh, reading.frozen);
+        for c in reading.conditions {
+            let key = (c.kind, cluster.to_owned(), c.election);
+            if c.kind == Kind::EpochRegression {
+                let seen = self.regressions.entry(key.clone()).or_insert((0, now));
+                if c.value > seen.0 {
+                    *seen = (c.value, now);
+                }
+                if now.saturating_duration_since(seen.1) > REGRESSION_WINDOW {
+                    continue;
+                }
+                wanted.insert(key, (seen.1, c.value));
+                continue;
+            }
+            let since = c
+                .since
+                .unwrap_or_else(|| *self.pending.get(&key).unwrap_or(&now));
+            wanted.insert(key, (since, c.value));
+        }
+        // Holds: pending until the condition has lasted its `for`.
+        let mut left_out = 0;
+        let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
+        for (key, (since, value)) in &wanted {
+            let held = now.saturating_duration_since(*since) >= key.0.hold(t);
+            if let Some(f) = self.firing.get_mut(key) {
+                f.value = *value;
+            } else if held {
+                if count >= max {
+                    if self.left_out.insert(key.clone()) {
+                        left_out += 1;
+                    }
+                    continue;
+                }
+                count += 1;
+                self.pending.remove(key);
+                self.firing.insert(
+                    key.clone(),
+                    Firing {
+                        since: *since,
+                        value: *value,
+                    },
+                );
+                changes.fired.push(key.clone());
+            } else {
+                self.pending.entry(key.clone()).or_insert(*since);
+            }
+        }
+        // Resolve what no longer holds, for this cluster; from a stale
+        // reading only the session alert may change.
+        let gone: Vec<Key> = self
+            .firing
+            .keys()
+            .filter(|k| k.1 == cluster && !wanted.contains_key(*k))
+            .filter(|k| k.0 == Kind::SessionDown || (fresh && !frozen.contains(&k.2)))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(f) = self.firing.remove(&key) {
+                changes.resolved.push((key, f));
+            }
+        }
+        if fresh {
+            let keep = |k: &Key| k.1 != cluster || wanted.contains_key(k) || frozen.contains(&k.2);
+            self.pending.retain(|k, _| keep(k));
+            self.regressions.retain(|k, _| keep(k));
+            self.left_out
+                .retain(|k| keep(k) && !self.firing.contains_key(k));
+        }
+        (changes, left_out)
+    }
+}
+
+/// What the pusher counts, shared with `/metrics`.
+#[derive(Debug, Default)]
+pub struct PushStats {
+    inner: std::sync::Mutex<PushCounts>,
+}
+
+/// A copy of the pusher's counters.
+#[derive(Debug, Clone, Default)]
+pub struct PushCounts {
+    /// Firing alerts by alertname.
+    pub active: BTreeMap<&'static str, usize>,
+    /// Alerts delivered, per Alertmanager URL.
+    pub sent: BTreeMap<String, u64>,
+    /// Failed deliveries, per Alertmanager URL and reason.
+    pub errors: BTreeMap<(String, &'static str), u64>,
+    /// Alerts never sent (past `max_alerts`, or resolutions given up).
+    pub dropped: u64,
+}
+
+impl PushStats {
+    pub fn with(&self, f: impl FnOnce(&mut PushCounts)) {
+        f(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+    pub fn snapshot(&self) -> PushCounts {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Fills `{cluster}`, `{election}` and `{value}` into `template`.
+pub fn fill(template: &str, cluster: &str, election: &str, value: u64) -> String {
+    template
+        .replace("{cluster}", cluster)
+        .replace("{election}", election)
+        .replace("{value}", &value.to_string())
+}
+
+#[cfg(test)]
+mod tests;

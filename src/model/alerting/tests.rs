@@ -1,0 +1,206 @@
+use super::*;
+
+const T: Thresholds = Thresholds {
+    no_master_for: Duration::from_secs(5),
+    session_lost_for: Duration::from_secs(30),
+};
+
+fn at(t0: Instant, secs: u64) -> Instant {
+    t0 + Duration::from_secs(secs)
+}
+
+fn reading(conditions: Vec<Condition>) -> Reading {
+    Reading {
+        fresh: true,
+        conditions,
+        frozen: Default::default(),
+    }
+}
+
+fn masterless(election: &str, since: Instant) -> Condition {
+    Condition {
+        kind: Kind::NoMaster,
+        election: election.into(),
+        since: Some(since),
+        value: 0,
+    }
+}
+
+fn key(kind: Kind, election: &str) -> Key {
+    (kind, "c".into(), election.into())
+}
+
+#[test]
+fn masterless_fires_after_its_hold_and_resolves_when_a_master_returns() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![masterless("/e", t0)]),
+        None,
+        at(t0, 4),
+        &T,
+        10,
+    );
+    assert!(changes.fired.is_empty(), "4 s < no_master_for");
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![masterless("/e", t0)]),
+        None,
+        at(t0, 5),
+        &T,
+        10,
+    );
+    assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
+    assert_eq!(
+        book.firing().next().unwrap().1.since,
+        t0,
+        "since the master left"
+    );
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 9), &T, 10);
+    assert_eq!(changes.resolved.len(), 1);
+    assert!(book.is_empty());
+}
+
+#[test]
+fn a_stale_reading_neither_fires_nor_resolves() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    book.update(
+        "c",
+        reading(vec![masterless("/e", t0)]),
+        None,
+        at(t0, 6),
+        &T,
+        10,
+    );
+    assert_eq!(book.len(), 1);
+    // The session is lost: nothing is known, nothing changes but the
+    // session alert after its own hold.
+    let stale = Reading::default();
+    let (changes, _) = book.update("c", stale.clone(), Some(at(t0, 7)), at(t0, 8), &T, 10);
+    assert_eq!(changes, Changes::default());
+    let (changes, _) = book.update("c", stale, Some(at(t0, 7)), at(t0, 37), &T, 10);
+    assert_eq!(changes.fired, vec![key(Kind::SessionDown, "")]);
+    assert_eq!(book.len(), 2, "the masterless alert is kept");
+    // Back: the session alert resolves, and the fresh reading decides.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 40), &T, 10);
+    assert_eq!(changes.resolved.len(), 2);
+}
+
+#[test]
+fn an_unsynced_tree_keeps_its_alerts() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    book.update(
+        "c",
+        reading(vec![masterless("/e", t0)]),
+        None,
+        at(t0, 6),
+        &T,
+        10,
+    );
+    let mut r = reading(vec![]);
+    r.frozen.insert("/e".into());
+    let (changes, _) = book.update("c", r, None, at(t0, 7), &T, 10);
+    assert!(changes.resolved.is_empty());
+}
+
+#[test]
+fn holds_without_a_known_start_count_from_first_sight() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    let ghost = || Condition {
+        kind: Kind::GhostMaster,
+        election: "/e".into(),
+        since: None,
+        value: 0,
+    };
+    assert!(
+        book.update("c", reading(vec![ghost()]), None, t0, &T, 10)
+            .0
+            .fired
+            .is_empty()
+    );
+    assert!(
+        book.update("c", reading(vec![ghost()]), None, at(t0, 29), &T, 10)
+            .0
+            .fired
+            .is_empty()
+    );
+    let (changes, _) = book.update("c", reading(vec![ghost()]), None, at(t0, 30), &T, 10);
+    assert_eq!(changes.fired, vec![key(Kind::GhostMaster, "/e")]);
+    // Gone before its hold: forgotten, so a new one waits again.
+    let mut other = Book::default();
+    other.update("c", reading(vec![ghost()]), None, t0, &T, 10);
+    other.update("c", reading(vec![]), None, at(t0, 10), &T, 10);
+    assert!(
+        other
+            .update("c", reading(vec![ghost()]), None, at(t0, 35), &T, 10)
+            .0
+            .fired
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_epoch_regression_fires_for_ten_minutes_after_the_count_grows() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    let regressed = |n| Condition {
+        kind: Kind::EpochRegression,
+        election: "/kafka/controller".into(),
+        since: None,
+        value: n,
+    };
+    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, t0, &T, 10);
+    assert_eq!(changes.fired.len(), 1);
+    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, at(t0, 601), &T, 10);
+    assert_eq!(changes.resolved.len(), 1, "no growth for 10 minutes");
+    let (changes, _) = book.update("c", reading(vec![regressed(2)]), None, at(t0, 700), &T, 10);
+    assert_eq!(changes.fired.len(), 1, "grew again");
+}
+
+#[test]
+fn past_the_cap_alerts_are_left_out_and_counted() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    let many: Vec<Condition> = (0..5).map(|i| masterless(&format!("/e{i}"), t0)).collect();
+    let (changes, left_out) = book.update("c", reading(many), None, at(t0, 6), &T, 3);
+    assert_eq!((changes.fired.len(), left_out), (3, 2));
+}
+
+#[test]
+fn every_kind_names_its_rule_twin_and_its_runbook() {
+    let rules = include_str!("../../../alerts/zookeeper.rules.yml");
+    let runbooks = include_str!("../../../docs/runbooks.md");
+    for kind in Kind::ALL {
+        let name = kind.alertname();
+        let rule = rules
+            .split("- alert: ")
+            .find(|r| r.starts_with(&format!("{name}\n")))
+            .unwrap_or_else(|| panic!("no rule {name}"));
+        assert!(
+            rule.contains(&format!("severity: {}", kind.severity())),
+            "{name}: severity differs from the rule"
+        );
+        let (summary, description) = kind.texts();
+        let templated = |t: &str| {
+            t.replace("{cluster}", "{{ $labels.cluster }}")
+                .replace("{election}", "{{ $labels.election }}")
+                .replace("{value}", "{{ $value }}")
+        };
+        assert!(
+            rule.contains(&templated(summary)),
+            "{name}: summary differs"
+        );
+        if kind != Kind::SessionDown {
+            assert!(
+                rule.contains(&templated(description)),
+                "{name}: description differs"
+            );
+        }
+        assert!(runbooks.contains(&format!("\n## {name}\n")));
+        assert!(rule.contains(&format!("docs/runbooks.md#{}", kind.anchor())));
+    }
+}

@@ -1,0 +1,236 @@
+//! The alerting agent against Debian's Alertmanager: an election loses its
+//! last candidate and the agent's own alert is in Alertmanager seconds
+//! later (with exactly its rule twin's labels), survives an Alertmanager
+//! restart by being resent, and resolves when a candidate returns; a
+//! webhook receiver run by the test sees the notifications.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(60);
+
+/// A webhook receiver: every notification body, in arrival order.
+fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_ok()
+                && let Ok(v) = serde_json::from_slice(&body)
+            {
+                sink.lock().unwrap().push(v);
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, got)
+}
+
+/// Debian's Alertmanager on `port` with its data in `dir`, notifying the
+/// webhook at `hook`.
+fn alertmanager(dir: &Path, port: u16, hook: u16) -> std::process::Child {
+    std::fs::write(
+        dir.join("am.yml"),
+        format!(
+            "route:\n  receiver: hook\n  group_by: [alertname, cluster, election]\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n\
+             receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: true\n"
+        ),
+    )
+    .unwrap();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("log"))
+        .unwrap();
+    let child = spawn_watched(
+        &format!(
+            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
+            d = dir.display()
+        ),
+        log,
+    );
+    wait_for("Alertmanager ready", T, || {
+        match http_get(port, "/-/ready") {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    child
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+}
+
+/// Active alerts named `name` in the Alertmanager on `port`.
+fn active(port: u16, name: &str) -> Result<Vec<Value>, String> {
+    let (status, body) = http_get(
+        port,
+        "/api/v2/alerts?active=true&silenced=false&inhibited=false",
+    )?;
+    if status != 200 {
+        return Err(format!("{status}"));
+    }
+    let all: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    Ok(all
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a["labels"]["alertname"] == name)
+        .map(|a| a["labels"].clone())
+        .collect())
+}
+
+/// Notifications the receiver got for `alertname` with `status`.
+fn notified(got: &Mutex<Vec<Value>>, alertname: &str, status: &str) -> usize {
+    got.lock()
+        .unwrap()
+        .iter()
+        .filter(|n| n["status"] == status && n["commonLabels"]["alertname"] == alertname)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
+    let zk = shared_server();
+    let base = unique_path("push");
+    let admin = client(&zk.address()).await;
+    let election = format!("{base}/bot_1");
+    mkdir(&admin, &election).await;
+    let device = client(&zk.address()).await;
+    candidate(&device, &election, "n_", b"device-a").await;
+
+    let (hook, got) = receiver();
+    let dir = temp_dir("alertmanager");
+    let am_port = free_port();
+    let am = alertmanager(&dir, am_port, hook);
+    let exporter = Exporter::start(&format!(
+        "{}[alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"2s\"\n",
+        cluster_config(
+            &zk.address(),
+            &format!("{base}/*"),
+            "four_letter_words = { enabled = false }"
+        )
+    ));
+    exporter
+        .until("the master exported", T, |m| {
+            master_identity(m, &election).as_deref() == Some("device-a")
+        })
+        .await;
+
+    // The last candidate leaves (its session closes).
+    let left = Instant::now();
+    drop(device);
+    let labels = wait_for("the pushed alert in Alertmanager", T, || {
+        match active(am_port, "ZooKeeperElectionNoMaster")?.as_slice() {
+            [one] => Ok(one.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    eprintln!(
+        "pushed alert visible in Alertmanager {:?} after the last candidate left (no_master_for 1s)",
+        left.elapsed()
+    );
+    let expected: Value = serde_json::json!({
+        "alertname": "ZooKeeperElectionNoMaster",
+        "severity": "critical",
+        "cluster": "test",
+        "election": election,
+    });
+    assert_eq!(labels, expected, "exactly the rule's labels");
+    wait_for("the firing notification", T, || {
+        match notified(&got, "ZooKeeperElectionNoMaster", "firing") {
+            0 => Err("none yet".to_owned()),
+            n => Ok(n),
+        }
+    });
+
+    // Alertmanager restarts (alerts are not persisted): the resend brings
+    // the alert back.
+    stop(am);
+    let am = alertmanager(&dir, am_port, hook);
+    let restarted = Instant::now();
+    wait_for("the alert back after the restart", T, || {
+        match active(am_port, "ZooKeeperElectionNoMaster")?.len() {
+            1 => Ok(()),
+            n => Err(format!("{n}")),
+        }
+    });
+    eprintln!(
+        "alert back {:?} after Alertmanager restarted (resend_interval 2s)",
+        restarted.elapsed()
+    );
+
+    // A candidate returns: resolved, and the receiver hears it.
+    let back = client(&zk.address()).await;
+    candidate(&back, &election, "n_", b"device-b").await;
+    wait_for("the alert resolved in Alertmanager", T, || {
+        match active(am_port, "ZooKeeperElectionNoMaster")?.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} active")),
+        }
+    });
+    wait_for("the resolved notification", T, || {
+        match notified(&got, "ZooKeeperElectionNoMaster", "resolved") {
+            0 => Err("none yet".to_owned()),
+            n => Ok(n),
+        }
+    });
+    let m = exporter.metrics().unwrap();
+    assert_eq!(
+        m.get(
+            "zookeeper_exporter_alerts_active",
+            &[("alertname", "ZooKeeperElectionNoMaster")]
+        ),
+        Some(0.0)
+    );
+    let raw = exporter.raw_metrics();
+    for family in [
+        "zookeeper_exporter_alerts_active",
+        "zookeeper_exporter_alerts_sent",
+        "zookeeper_exporter_alerts_send_errors",
+        "zookeeper_exporter_alerts_dropped",
+    ] {
+        assert!(
+            raw.contains(&format!("# TYPE {family}")),
+            "{family} emitted with [alerting]"
+        );
+    }
+    let url = format!("http://127.0.0.1:{am_port}");
+    assert!(
+        m.get(
+            "zookeeper_exporter_alerts_sent_total",
+            &[("alertmanager", &url)]
+        )
+        .is_some_and(|n| n >= 3.0)
+    );
+    stop(am);
+}
