@@ -234,3 +234,129 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     );
     stop(am);
 }
+
+/// The shipped rules with every `for:` at 1 s (thresholds unchanged).
+fn fast_rules() -> String {
+    let rules = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/alerts/zookeeper.rules.yml"
+    ))
+    .unwrap();
+    rules
+        .lines()
+        .map(|l| match l.trim_start().strip_prefix("for: ") {
+            Some(_) => format!("{}for: 1s", &l[..l.len() - l.trim_start().len()]),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
+    use common::program::{Program, query};
+    let zk = shared_server();
+    let base = unique_path("dedup");
+    let admin = client(&zk.address()).await;
+    let election = format!("{base}/bot_1");
+    mkdir(&admin, &election).await;
+    let device = client(&zk.address()).await;
+    candidate(&device, &election, "n_", b"device-a").await;
+
+    let (hook, got) = receiver();
+    let am_dir = temp_dir("alertmanager-dedup");
+    let am_port = free_port();
+    let am = alertmanager(&am_dir, am_port, hook);
+    let config = format!(
+        "{}[alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"1s\"\n",
+        cluster_config(
+            &zk.address(),
+            &format!("{base}/*"),
+            "four_letter_words = { enabled = false }"
+        )
+    );
+    let replicas = [Exporter::start(&config), Exporter::start(&config)];
+    let targets: Vec<String> = replicas
+        .iter()
+        .map(|r| format!("'127.0.0.1:{}'", r.port))
+        .collect();
+    let prometheus = Program::start("prometheus-dedup", |dir, port| {
+        std::fs::write(dir.join("rules.yml"), fast_rules()).unwrap();
+        std::fs::write(
+            dir.join("prometheus.yml"),
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - rules.yml\n\
+                 alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n\
+                 scrape_configs:\n  - job_name: zk\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            ),
+        )
+        .unwrap();
+        format!(
+            "prometheus --config.file={d}/prometheus.yml --storage.tsdb.path={d}/data --web.listen-address=127.0.0.1:{port} --rules.alert.resend-delay=1s",
+            d = dir.display()
+        )
+    });
+    for r in &replicas {
+        r.until("the master exported", T, |m| {
+            master_identity(m, &election).as_deref() == Some("device-a")
+        })
+        .await;
+    }
+
+    drop(device);
+    // The rule fires too (its copy goes to Alertmanager every second).
+    wait_for("the rule firing in Prometheus", T, || {
+        let firing = query(
+            &prometheus,
+            "ALERTS{alertname=\"ZooKeeperElectionNoMaster\",alertstate=\"firing\"}",
+        )?;
+        if firing.is_empty() {
+            Err("not yet".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+    // Every source has delivered at least twice since: a second alert, if
+    // the copies differed, would have been notified by now (group_interval 1 s).
+    let sent = |r: &Exporter| {
+        r.metrics()
+            .ok()
+            .and_then(|m| {
+                m.get(
+                    "zookeeper_exporter_alerts_sent_total",
+                    &[("alertmanager", &format!("http://127.0.0.1:{am_port}"))],
+                )
+            })
+            .unwrap_or(0.0)
+    };
+    let before: Vec<f64> = replicas.iter().map(sent).collect();
+    // Prometheus's own counter of alerts sent to Alertmanager.
+    let prom_sent = || -> Result<f64, String> {
+        let (_, body) = http_get(prometheus.port, "/metrics")?;
+        Metrics::parse(&body)
+            .sum("prometheus_notifications_sent_total", &[])
+            .ok_or_else(|| "no notifications counter".to_owned())
+    };
+    let prom_before = wait_for("Prometheus's counter", T, prom_sent);
+    wait_for("every source delivered twice more", T, || {
+        let now: Vec<f64> = replicas.iter().map(sent).collect();
+        let p = prom_sent()?;
+        if now.iter().zip(&before).all(|(n, b)| *n >= b + 2.0) && p >= prom_before + 2.0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "replicas {now:?} (from {before:?}), Prometheus {p} (from {prom_before})"
+            ))
+        }
+    });
+    let in_am = active(am_port, "ZooKeeperElectionNoMaster").unwrap();
+    assert_eq!(in_am.len(), 1, "one alert from three sources: {in_am:?}");
+    assert_eq!(
+        notified(&got, "ZooKeeperElectionNoMaster", "firing"),
+        1,
+        "one notification: {:?}",
+        got.lock().unwrap()
+    );
+    stop(am);
+}
