@@ -72,6 +72,7 @@ fn models(cluster: &ClusterConfig) -> ClusterState {
         cluster.four_letter_words.enabled,
     );
     model.limits = cluster.limits;
+    model.events = crate::model::events::EventLog::new(cluster.event_log_size);
     model.discovery = cluster.discovery.enabled.then(Default::default);
     model.canary = cluster.canary.is_some().then(Default::default);
     model
@@ -138,6 +139,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         crate::os::open_files_limit(),
     );
     let stats = Arc::new(WebStats::new(cap as u64));
+    tokio::spawn(crate::timeline::run(states.clone(), stop_rx.clone()));
     let push = config
         .alerting
         .as_ref()

@@ -78,18 +78,37 @@ pub struct Cli {
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<std::path::PathBuf>,
 
-    /// Log filter, e.g. `info` or `zk_election_exporter=debug`. The client
-    /// library's per-connection chatter is kept at warn by default.
-    #[arg(
-        long,
-        env = "ZK_EXPORTER_LOG",
-        default_value = "info,zookeeper_client=warn",
-        value_name = "FILTER"
-    )]
-    pub log: String,
+    /// Log filter for power users, e.g. `zk_election_exporter=debug`;
+    /// wins over --log.level.
+    #[arg(long, env = "ZK_EXPORTER_LOG", value_name = "FILTER")]
+    pub log: Option<String>,
+
+    /// Least severe level logged: debug, info, warn or error. The client
+    /// library's per-connection chatter stays at warn.
+    #[arg(long = "log.level", value_name = "LEVEL", default_value = "info",
+          value_parser = ["debug", "info", "warn", "error"])]
+    pub log_level: String,
+
+    /// Log line format: text (for people), logfmt or json (for shippers).
+    #[arg(long = "log.format", value_name = "FORMAT", default_value = "text",
+          value_parser = ["text", "logfmt", "json"])]
+    pub log_format: String,
 }
 
 impl Cli {
+    /// The log filter: `--log` if given, else `--log.level` with the client
+    /// library kept at warn.
+    pub fn log_filter(&self) -> String {
+        self.log.clone().unwrap_or_else(|| {
+            let lib = if self.log_level == "debug" || self.log_level == "info" {
+                "warn"
+            } else {
+                &self.log_level
+            };
+            format!("{},zookeeper_client={lib}", self.log_level)
+        })
+    }
+
     pub fn overrides(&self) -> Overrides {
         Overrides {
             config_file: self.config.clone(),

@@ -52,11 +52,13 @@ pub mod fourlw;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
+pub mod logging;
 pub mod metrics;
 pub mod model;
 pub mod os;
 pub mod simulate;
 pub mod sources;
+pub mod timeline;
 
 /// Version and git revision baked in at build time.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

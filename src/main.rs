@@ -12,18 +12,12 @@ use zk_election_exporter::{config, simulate};
 fn main() -> ExitCode {
     zk_election_exporter::os::cap_allocator_arenas();
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
-        eprintln!(
-            "zk-election-exporter: invalid --log filter `{}`: {e}; using info",
-            cli.log
-        );
+    let wanted = cli.log_filter();
+    let filter = tracing_subscriber::EnvFilter::try_new(&wanted).unwrap_or_else(|e| {
+        eprintln!("zk-election-exporter: invalid --log filter `{wanted}`: {e}; using info");
         tracing_subscriber::EnvFilter::new("info")
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    zk_election_exporter::logging::init(filter, &cli.log_format);
     if let Some((old, new)) = zk_election_exporter::os::raise_open_files_limit() {
         tracing::info!(
             soft = old,

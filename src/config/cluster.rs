@@ -96,6 +96,7 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
             .map(|a| validate_auth(&format!("{key}.auth"), a))
             .transpose()?,
         tls,
+        event_log_size: c.event_log_size.unwrap_or(10_000).max(1),
         elections,
         groups,
         locks,

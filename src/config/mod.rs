@@ -142,6 +142,8 @@ pub struct ClusterConfig {
     pub four_letter_words: FourLetterWordsConfig,
     /// Cardinality guard.
     pub limits: Limits,
+    /// Timeline entries kept (`/api/v1/events`).
+    pub event_log_size: usize,
     pub discovery: DiscoveryConfig,
     pub diagnostics: DiagnosticsConfig,
     /// Failover canary; `None` unless `[clusters.probe]` is configured.

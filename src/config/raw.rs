@@ -51,6 +51,7 @@ pub(super) struct RawCluster {
     pub(super) four_letter_words: Option<RawFourLetterWords>,
     pub(super) max_elections: Option<usize>,
     pub(super) max_tracked_elections: Option<usize>,
+    pub(super) event_log_size: Option<usize>,
     pub(super) attention_window: Option<String>,
     pub(super) max_groups: Option<usize>,
     pub(super) max_locks: Option<usize>,

@@ -16,6 +16,7 @@ use axum::routing::get;
 
 mod api;
 pub mod auth;
+pub mod events;
 pub mod server;
 
 use crate::metrics::{self, Exposition};
@@ -137,6 +138,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(ready))
         .route("/api/v1/trees", get(api::trees))
         .route("/api/v1/elections/{*path}", get(api::election))
+        .route("/api/v1/events", get(events::events))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(state)
 }
@@ -173,6 +175,7 @@ async fn index() -> Html<&'static str> {
         "<li><a href=\"/healthz\">/healthz</a>: process is alive</li>",
         "<li><a href=\"/api/v1/trees\">/api/v1/trees</a>: watched elections and groups (JSON)</li>",
         "<li><code>/api/v1/elections/PATH</code>: one election, exported or not: master, since when, switches (JSON)</li>",
+        "<li><a href=\"/api/v1/events\">/api/v1/events</a>: the timeline of switches, masterless periods and session losses, newest first (<code>?cluster=&amp;election=&amp;since=&amp;limit=</code>)</li>",
         "</ul></body></html>"
     ))
 }

@@ -13,6 +13,8 @@ use super::{election, ghost, histogram, session, tree};
 #[derive(Debug)]
 pub struct ClusterState {
     pub name: String,
+    /// The timeline of switches, masterless periods and session losses.
+    pub events: super::events::EventLog,
     pub session: session::Session,
     pub trees: Vec<tree::Tree>,
     /// Four-letter-word view of the members; `None` when polling is off.
@@ -139,6 +141,7 @@ impl ClusterState {
             dropped_reported: false,
             discovery: None,
             ghost: None,
+            events: Default::default(),
             parent_watchers: None,
             canary: None,
         }
@@ -205,6 +208,45 @@ impl ClusterState {
             self.drop_parents(i, dropped);
         }
         self.trees[i].apply_listing_part(part, now);
+        self.take_events(now);
+    }
+
+    /// Moves the trees' new timeline entries into the cluster's log. A
+    /// deleted master whose session the diagnostics had seen disconnected
+    /// or silent went by session expiry.
+    fn take_events(&mut self, now: election::Now) {
+        use super::events::{Cause, What};
+        for i in 0..self.trees.len() {
+            for (election, mut what) in self.trees[i].take_events() {
+                let owner = match &what {
+                    What::Switch { from: Some(m), .. } => m.owner,
+                    What::MasterlessStarted { last, .. } => last.owner,
+                    _ => 0,
+                };
+                let ghost = self.ghost.as_ref().is_some_and(|t| {
+                    owner != 0
+                        && (t.liveness(owner).is_some_and(|l| l.is_ghost())
+                            || t.ghost_seen(owner).is_some())
+                });
+                if ghost {
+                    match &mut what {
+                        What::Switch { cause: Some(c), .. }
+                        | What::MasterlessStarted { cause: c, .. }
+                            if *c == Cause::NodeDeleted =>
+                        {
+                            *c = Cause::SessionExpired
+                        }
+                        _ => {}
+                    }
+                }
+                self.events.push(now.wall, election, what);
+            }
+        }
+    }
+
+    /// A timeline entry of the agent's own (its session).
+    pub fn note(&mut self, at: std::time::SystemTime, what: super::events::What) {
+        self.events.push(at, String::new(), what);
     }
 
     /// A node matching tree `i`'s glob appeared; admitted if there is room.
@@ -255,6 +297,7 @@ impl ClusterState {
                 self.trees[i].outer_record_read(&election, data.as_deref())
             }
         }
+        self.take_events(now);
     }
 
     /// Whether the guard dropped series and nobody was told yet; true once.

@@ -10,6 +10,7 @@ pub mod content;
 pub mod election;
 pub mod elections;
 pub mod ensemble;
+pub mod events;
 pub mod ghost;
 pub mod groups;
 pub mod histogram;

@@ -11,6 +11,7 @@ use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::election::Now;
 use super::ensemble::ServerPoll;
+use super::events::What;
 use super::ghost::{Round, SessionTracker};
 use super::session::SessionState;
 use super::tree::{ChildNode, Tree, TreePattern, TreeSource};
@@ -37,17 +38,34 @@ impl SharedCluster {
 
     // --- the agent's own session ---
 
-    pub fn session_started(&self, id: i64, timeout: Duration) {
-        self.write().session_started(id, timeout);
+    pub fn session_started(&self, id: i64, timeout: Duration, now: Now) {
+        let mut g = self.write();
+        let was = g.session.is_connected();
+        g.session_started(id, timeout);
+        if !was && g.events.last_seq() > 0 {
+            g.note(now.wall, What::SessionRestored);
+        }
     }
 
-    pub fn session_reconnected(&self, read_only: bool, after_disconnect: bool) {
-        self.write()
-            .session_reconnected(read_only, after_disconnect);
+    pub fn session_reconnected(&self, read_only: bool, after_disconnect: bool, now: Now) {
+        let mut g = self.write();
+        g.session_reconnected(read_only, after_disconnect);
+        if after_disconnect {
+            g.note(now.wall, What::SessionRestored);
+        }
     }
 
-    pub fn session_lost(&self, state: SessionState, error: impl Into<String>) {
-        self.write().session_lost(state, error);
+    pub fn session_lost(&self, state: SessionState, error: impl Into<String>, now: Now) {
+        let reason = error.into();
+        let mut g = self.write();
+        g.note(
+            now.wall,
+            What::SessionLost {
+                state: state.label(),
+                reason: reason.clone(),
+            },
+        );
+        g.session_lost(state, reason);
     }
 
     pub fn connect_failed(&self, auth_failed: bool, message: String) {

@@ -20,7 +20,7 @@ use super::locks::{LockSpec, LockTree};
 /// What the matched nodes are.
 #[derive(Debug, Clone)]
 pub enum TreeKind {
-    Elections(ElectionTree),
+    Elections(Box<ElectionTree>),
     Groups(GroupTree),
     Locks(LockTree),
 }
@@ -74,7 +74,7 @@ impl Tree {
     }
 
     pub fn elections(pattern: TreePattern, spec: impl Into<ElectionSpec>) -> Self {
-        Self::new(pattern, TreeKind::Elections(ElectionTree::new(spec)))
+        Self::new(pattern, TreeKind::Elections(Box::new(ElectionTree::new(spec))))
     }
 
     pub fn groups(pattern: TreePattern, spec: GroupSpec) -> Self {
@@ -109,7 +109,7 @@ impl Tree {
 
     fn content(&self) -> &dyn TreeContent {
         match &self.kind {
-            TreeKind::Elections(e) => e,
+            TreeKind::Elections(e) => &**e,
             TreeKind::Groups(g) => g,
             TreeKind::Locks(l) => l,
         }
@@ -117,9 +117,17 @@ impl Tree {
 
     fn content_mut(&mut self) -> &mut dyn TreeContent {
         match &mut self.kind {
-            TreeKind::Elections(e) => e,
+            TreeKind::Elections(e) => &mut **e,
             TreeKind::Groups(g) => g,
             TreeKind::Locks(l) => l,
+        }
+    }
+
+    /// Timeline entries of an election tree since the last call.
+    pub fn take_events(&mut self) -> Vec<(String, super::events::What)> {
+        match &mut self.kind {
+            TreeKind::Elections(e) => e.take_events(),
+            _ => Vec::new(),
         }
     }
 

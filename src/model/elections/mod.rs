@@ -11,6 +11,7 @@
 //!   keyed by the node's own path; it is masterless while the node is
 //!   absent, and a re-created node is a switch.
 
+use super::events::{Cause, MasterRef, What, election_events};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
@@ -180,6 +181,8 @@ pub struct ElectionTree {
     masterless: Histogram,
     /// Switches of every election, deleted ones included.
     switches: u64,
+    /// Timeline entries not yet taken by the cluster (election, what).
+    events: Vec<(String, What)>,
 }
 
 impl ElectionTree {
@@ -190,6 +193,7 @@ impl ElectionTree {
             outer_records: BTreeMap::new(),
             switches: 0,
             masterless: Histogram::new(PERIOD_BUCKETS),
+            events: Vec::new(),
         }
     }
 
@@ -318,6 +322,16 @@ impl ElectionTree {
         }
     }
 
+    /// Timeline entries since the last call, by election.
+    pub fn take_events(&mut self) -> Vec<(String, What)> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn happened(&mut self, election: &str, what: Vec<What>) {
+        self.events
+            .extend(what.into_iter().map(|w| (election.to_owned(), w)));
+    }
+
     fn outcome(&mut self, outcome: super::election::Outcome) {
         self.switches += u64::from(outcome.switched);
         if let Some(lasted) = outcome.masterless_ended {
@@ -386,10 +400,14 @@ impl TreeContent for ElectionTree {
                     let election = std::mem::replace(&mut entry.election, Election::new([], now));
                     let mut fresh = Entry::new(election, others, facts);
                     let before = fresh.election.candidate_count();
+                    let was = fresh.election.master().map(|m| MasterRef::of(&m));
                     let outcome = fresh.election.resync(candidates, now);
+                    let is = fresh.election.master();
+                    let what = election_events(was, is, &outcome, Cause::DuringOutage);
                     notice_shortfall(&self.spec, &mut fresh.election, before, now);
                     *entry = fresh;
                     self.outcome(outcome);
+                    self.happened(&path, what);
                 }
                 None => {
                     let election = if resync {
@@ -454,9 +472,13 @@ impl TreeContent for ElectionTree {
         match candidate {
             Some(c) => {
                 let before = entry.election.candidate_count();
+                let was = entry.election.master().map(|m| MasterRef::of(&m));
                 let outcome = entry.election.join(c, now);
+                let what =
+                    election_events(was, entry.election.master(), &outcome, Cause::Preempted);
                 notice_shortfall(&self.spec, &mut entry.election, before, now);
                 self.outcome(outcome);
+                self.happened(&election, what);
             }
             None if child.ephemeral_owner != 0 => {
                 entry.others_mut().ephemeral.insert(child.name);
@@ -491,9 +513,12 @@ impl TreeContent for ElectionTree {
         }
         if let Some(seq) = sequence {
             let before = entry.election.candidate_count();
+            let was = entry.election.master().map(|m| MasterRef::of(&m));
             let outcome = entry.election.leave(name, seq, now);
+            let what = election_events(was, entry.election.master(), &outcome, Cause::NodeDeleted);
             notice_shortfall(&self.spec, &mut entry.election, before, now);
             self.outcome(outcome);
+            self.happened(&election, what);
         }
     }
 

@@ -231,8 +231,8 @@ impl<'a> Session<'a> {
 
     async fn run(mut self, shutdown: &mut watch::Receiver<bool>) -> End {
         let mut states = self.client.state_watcher();
-        self.state
-            .session_started(self.client.session_id().0, self.client.session_timeout());
+        let (id, timeout) = (self.client.session_id().0, self.client.session_timeout());
+        self.state.session_started(id, timeout, Now::current());
         self.sync_all().await;
         self.refresh_members().await;
         let mut members = tokio::time::interval(MEMBERS_REFRESH);
@@ -257,18 +257,18 @@ impl<'a> Session<'a> {
                     ZkState::Disconnected => {
                         connected = false;
                         warn!(cluster = %self.cfg.name, "disconnected from ZooKeeper; trees are stale until reconnect");
-                        self.state.session_lost(SessionState::Disconnected, "session disconnected, reconnecting");
+                        self.state.session_lost(SessionState::Disconnected, "session disconnected, reconnecting", Now::current());
                     }
                     ZkState::SyncConnected | ZkState::ConnectedReadOnly => {
                         let read_only = s == ZkState::ConnectedReadOnly;
                         info!(cluster = %self.cfg.name, read_only, "reconnected to ZooKeeper; resyncing trees");
-                        self.state.session_reconnected(read_only, !connected);
+                        self.state.session_reconnected(read_only, !connected, Now::current());
                         connected = true;
                         self.sync_all().await;
                         self.refresh_members().await;
                     }
                     ZkState::Expired => {
-                        self.state.session_lost(SessionState::Expired, "session expired; building a new session");
+                        self.state.session_lost(SessionState::Expired, "session expired; building a new session", Now::current());
                         return End::Expired;
                     }
                     ZkState::AuthFailed => {

@@ -1,0 +1,188 @@
+//! The timeline against a real ZooKeeper: a scripted sequence of a close,
+//! an abandoned session (expiry), a switch while the agent is cut off and
+//! a flap faster than any scrape shows up in `/api/v1/events` in order,
+//! with the right identities and causes; the ring keeps its size; every
+//! event is one structured log line.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(60);
+
+fn events(port: u16, query: &str) -> Vec<Value> {
+    let (status, body) = http_get(port, &format!("/api/v1/events?{query}")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// (kind, from identity, to identity, cause) of each event, oldest first.
+fn story(events: &[Value]) -> Vec<(String, String, String, String)> {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    events
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                s(&e["kind"]),
+                s(&e["from"]["identity"]),
+                s(&e["to"]["identity"]),
+                s(&e["cause"]),
+            )
+        })
+        .collect()
+}
+
+fn step(kind: &str, from: &str, to: &str, cause: &str) -> (String, String, String, String) {
+    (kind.into(), from.into(), to.into(), cause.into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
+    let zk = shared_server();
+    let base = unique_path("timeline");
+    let election = format!("{base}/bot_1");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &election).await;
+    let a = client(&zk.address()).await;
+    candidate(&a, &election, "n_", b"device-a").await;
+    let b = abandonable_client(&zk.address(), Duration::from_secs(4)).await;
+    candidate(&b, &election, "n_", b"device-b").await;
+    let c = client(&zk.address()).await;
+    candidate(&c, &election, "n_", b"device-c").await;
+
+    let proxy = Proxy::start(zk.address()).await;
+    let exporter = Exporter::start(&cluster_config(
+        &proxy.address(),
+        &format!("{base}/*"),
+        "event_log_size = 1000\n[clusters.diagnostics]\ncons_interval = \"300ms\"\n",
+    ));
+    let small = Exporter::start(&cluster_config(
+        &zk.address(),
+        &format!("{base}/*"),
+        "event_log_size = 3\nfour_letter_words = { enabled = false }",
+    ));
+    for e in [&exporter, &small] {
+        e.until("master a", T, |m| {
+            master_identity(m, &election).as_deref() == Some("device-a")
+        })
+        .await;
+    }
+    let q = format!("cluster=test&election={election}");
+    let until_story = |want: Vec<(String, String, String, String)>, what: &str| {
+        wait_for(what, T, || {
+            let got = story(&events(exporter.port, &q));
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        })
+    };
+
+    // 1. The master's process closes its session: its node is deleted.
+    drop(a);
+    let mut want = vec![step("switch", "device-a", "device-b", "node_deleted")];
+    until_story(want.clone(), "the close");
+
+    // 2. The next master's process dies: its session expires, as the
+    //    diagnostics saw its connection gone first.
+    drop(b);
+    want.push(step("switch", "device-b", "device-c", "session_expired"));
+    until_story(want.clone(), "the expiry");
+
+    // 3. The agent is cut off while mastership moves: how is unknown.
+    proxy.cut();
+    exporter.until_not_ready("session", T).await;
+    let d = client(&zk.address()).await;
+    candidate(&d, &election, "n_", b"device-d").await;
+    drop(c);
+    let deadline = std::time::Instant::now() + T;
+    while admin.list_children(&election).await.unwrap().len() != 1 {
+        assert!(std::time::Instant::now() < deadline, "c's node never went");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.restore();
+    want.push(step(
+        "switch",
+        "device-c",
+        "device-d",
+        "unknown_during_outage",
+    ));
+    until_story(want.clone(), "the switch during the outage");
+    let session: Vec<String> = events(exporter.port, "cluster=test")
+        .iter()
+        .filter_map(|e| {
+            e["kind"]
+                .as_str()
+                .filter(|k| k.starts_with("session"))
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(
+        session.first().map(String::as_str),
+        Some("session_restored"),
+        "{session:?}"
+    );
+    assert!(session.iter().any(|k| k == "session_lost"), "{session:?}");
+
+    // 4. A flap within one scrape interval: d → e → d's device again,
+    //    each move seen before the next (nodes deleted in this order).
+    let d_node = admin.list_children(&election).await.unwrap().remove(0);
+    let e = client(&zk.address()).await;
+    let e_node = candidate(&e, &election, "n_", b"device-e").await;
+    admin
+        .delete(&format!("{election}/{d_node}"), None)
+        .await
+        .unwrap();
+    want.push(step("switch", "device-d", "device-e", "node_deleted"));
+    until_story(want.clone(), "the flap's first move");
+    let d2 = client(&zk.address()).await;
+    candidate(&d2, &election, "n_", b"device-d").await;
+    admin
+        .delete(&format!("{election}/{e_node}"), None)
+        .await
+        .unwrap();
+    want.push(step("switch", "device-e", "device-d", "node_deleted"));
+    until_story(want.clone(), "the flap back");
+
+    // The small ring holds its newest three, numbered on.
+    let kept = events(small.port, "limit=100");
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    let seqs: Vec<u64> = kept.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(
+        seqs[0] > seqs[1] && seqs[1] > seqs[2] && seqs[2] > 1,
+        "{seqs:?}"
+    );
+
+    // Filters: since (after everything) and limit.
+    assert!(events(exporter.port, "since=2999-01-01T00:00:00Z").is_empty());
+    assert_eq!(events(exporter.port, &format!("{q}&limit=2")).len(), 2);
+    let (status, _) = http_get(exporter.port, "/api/v1/events?since=yesterday").unwrap();
+    assert_eq!(status, 400);
+
+    // One log line per event, with its fields.
+    let lines = wait_for("five switch log lines", T, || {
+        let lines: Vec<String> = exporter
+            .log()
+            .lines()
+            .filter(|l| l.contains("zk_election_exporter::events") && l.contains("kind=switch"))
+            .map(str::to_owned)
+            .collect();
+        if lines.len() == 5 {
+            Ok(lines)
+        } else {
+            Err(format!("{lines:?}"))
+        }
+    });
+    assert!(
+        lines[1].contains("cause=session_expired") && lines[1].contains("from=device-b"),
+        "{}",
+        lines[1]
+    );
+    drop((d, d2, e));
+}
