@@ -8,46 +8,10 @@ use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use serde::Deserialize;
 
 use super::ConfigError;
+use super::raw::{RawAlerting, RawAlertmanager, RawAlertmanagerTable};
 use super::validate::{AT_LEAST_100MS, bounded_duration};
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAlerting {
-    alertmanagers: Option<Vec<RawAlertmanager>>,
-    resend_interval: Option<String>,
-    no_master_for: Option<String>,
-    session_lost_for: Option<String>,
-    external_labels: Option<BTreeMap<String, String>>,
-    generator_url: Option<String>,
-    max_alerts: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum RawAlertmanager {
-    Url(String),
-    Table(RawAlertmanagerTable),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAlertmanagerTable {
-    url: String,
-    basic_auth: Option<RawBasicAuth>,
-    bearer_token_file: Option<PathBuf>,
-    ca_file: Option<PathBuf>,
-    timeout: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawBasicAuth {
-    username: String,
-    password_file: PathBuf,
-}
 
 /// Where and how alerts are pushed.
 #[derive(Debug, Clone)]
@@ -289,7 +253,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Option<AlertingConfig>, ConfigError> {
-        let raw: RawAlerting = toml::from_str(text).unwrap();
+        let raw: super::RawAlerting = toml::from_str(text).unwrap();
         validate_alerting(Some(raw))
     }
 

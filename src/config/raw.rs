@@ -1,6 +1,7 @@
 //! The raw shape of the configuration, as written in TOML or environment
 //! variables; `validate` turns it into typed values.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -14,7 +15,7 @@ pub(super) struct RawConfig {
     pub(super) web: RawWeb,
     #[serde(default)]
     pub(super) clusters: Vec<RawCluster>,
-    pub(super) alerting: Option<super::alerting::RawAlerting>,
+    pub(super) alerting: Option<RawAlerting>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -155,4 +156,41 @@ pub(super) struct RawElection {
     pub(super) standbys: Option<String>,
     pub(super) epoch: Option<String>,
     pub(super) record: Option<RawRecord>,
+}
+
+/// `[alerting]`, validated by `alerting::validate_alerting`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAlerting {
+    pub(super) alertmanagers: Option<Vec<RawAlertmanager>>,
+    pub(super) resend_interval: Option<String>,
+    pub(super) no_master_for: Option<String>,
+    pub(super) session_lost_for: Option<String>,
+    pub(super) external_labels: Option<BTreeMap<String, String>>,
+    pub(super) generator_url: Option<String>,
+    pub(super) max_alerts: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawAlertmanager {
+    Url(String),
+    Table(RawAlertmanagerTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAlertmanagerTable {
+    pub(super) url: String,
+    pub(super) basic_auth: Option<RawBasicAuth>,
+    pub(super) bearer_token_file: Option<PathBuf>,
+    pub(super) ca_file: Option<PathBuf>,
+    pub(super) timeout: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBasicAuth {
+    pub(super) username: String,
+    pub(super) password_file: PathBuf,
 }

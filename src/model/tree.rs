@@ -74,7 +74,10 @@ impl Tree {
     }
 
     pub fn elections(pattern: TreePattern, spec: impl Into<ElectionSpec>) -> Self {
-        Self::new(pattern, TreeKind::Elections(Box::new(ElectionTree::new(spec))))
+        Self::new(
+            pattern,
+            TreeKind::Elections(Box::new(ElectionTree::new(spec))),
+        )
     }
 
     pub fn groups(pattern: TreePattern, spec: GroupSpec) -> Self {
