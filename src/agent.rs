@@ -156,11 +156,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         exposition: Arc::new(metrics::Exposition::with_server(
             states.clone(),
             stats.clone(),
-            push,
+            push.clone(),
         )),
         clusters: states,
         pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
         bodies: Default::default(),
+        push,
     };
     let (file, loaded) = match config.web.config_file {
         Some((path, loaded)) => (Some(path), Some(loaded)),

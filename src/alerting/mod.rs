@@ -166,7 +166,17 @@ pub async fn run(
         for (key, _) in book.firing() {
             *active.entry(key.0.alertname()).or_default() += 1;
         }
-        stats.with(|s| s.active = active);
+        let firing = book
+            .firing()
+            .map(|(k, f)| {
+                let since = wall - now.saturating_duration_since(f.since);
+                (k.0.alertname(), k.1.clone(), k.2.clone(), since)
+            })
+            .collect();
+        stats.with(|s| {
+            s.active = active;
+            s.firing = firing;
+        });
 
         while let Some(done) = sends.try_join_next() {
             let Ok((i, count, result)) = done else {

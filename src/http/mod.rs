@@ -11,13 +11,14 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 mod api;
 pub mod auth;
 pub mod events;
 pub mod server;
+mod status;
 
 use crate::metrics::{self, Exposition};
 use crate::model::SharedCluster;
@@ -33,6 +34,8 @@ pub struct AppState {
     pub pollers: Vec<Arc<Poller>>,
     /// The last body of each format, shared by concurrent scrapes.
     pub bodies: Arc<Bodies>,
+    /// The alert pusher's counters and firing alerts (with `[alerting]`).
+    pub push: Option<Arc<crate::model::alerting::PushStats>>,
 }
 
 /// The last rendered body per format (text, OpenMetrics) with the moment
@@ -132,7 +135,8 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// The router, exposed for tests and benchmarks.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(index))
+        .route("/", get(status::page))
+        .route("/api/v1/status", get(status::json_status))
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
@@ -163,21 +167,6 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}; choose another --web.listen-address"))
-}
-
-async fn index() -> Html<&'static str> {
-    Html(concat!(
-        "<!doctype html><html><head><title>zk-election-exporter</title></head><body>",
-        "<h1>zk-election-exporter</h1>",
-        "<p>Who is master of every ZooKeeper election, and how often it moves.</p><ul>",
-        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>",
-        "<li><a href=\"/ready\">/ready</a>: 200 when every session is connected and every tree synced</li>",
-        "<li><a href=\"/healthz\">/healthz</a>: process is alive</li>",
-        "<li><a href=\"/api/v1/trees\">/api/v1/trees</a>: watched elections and groups (JSON)</li>",
-        "<li><code>/api/v1/elections/PATH</code>: one election, exported or not: master, since when, switches (JSON)</li>",
-        "<li><a href=\"/api/v1/events\">/api/v1/events</a>: the timeline of switches, masterless periods and session losses, newest first (<code>?cluster=&amp;election=&amp;since=&amp;limit=</code>)</li>",
-        "</ul></body></html>"
-    ))
 }
 
 fn wants_openmetrics(headers: &HeaderMap) -> bool {

@@ -363,6 +363,9 @@ pub struct PushCounts {
     pub errors: BTreeMap<(String, &'static str), u64>,
     /// Alerts never sent (past `max_alerts`, or resolutions given up).
     pub dropped: u64,
+    /// What fires now: alertname, cluster, election (empty for the
+    /// session), since when.
+    pub firing: Vec<(&'static str, String, String, std::time::SystemTime)>,
 }
 
 impl PushStats {
