@@ -107,7 +107,7 @@ class Dashboard:
             self.x = 0
             self.y += h
 
-    def to_json(self, variables):
+    def to_json(self, variables, annotations=()):
         return {
             "__inputs": [{
                 "name": "DS_PROMETHEUS", "label": "Prometheus",
@@ -131,7 +131,7 @@ class Dashboard:
             "refresh": "30s",
             "graphTooltip": 1,
             "templating": {"list": [datasource_variable()] + variables},
-            "annotations": {"list": []},
+            "annotations": {"list": list(annotations)},
             "panels": self.panels,
         }
 
@@ -182,6 +182,15 @@ def elections_dashboard():
             w=24, h=10,
             desc="Master node and identity, seconds since it took over, candidates.",
             extra=MERGE)
+    d.panel("table", "Current masters by identity",
+            [(f"count by (cluster, identity) (max by (cluster, election, identity) "
+              f"(zookeeper_election_master{{{e}}} == 1))", "")],
+            w=24, h=8,
+            desc="How many elections each identity (device, host, broker) is master of now: "
+                 "a single-active deployment expects one per account; one identity mastering "
+                 "many may be a misconfiguration or the last survivor.",
+            extra={"transformations": [{"id": "organize", "options": {
+                "renameByName": {"Value": "elections mastered"}}}]})
     d.panel("state-timeline", "Master identity per election",
             [(f"max by (election, identity) (zookeeper_election_master{{{e}}})",
               "{{election}} {{identity}}")], w=24, h=10)
@@ -243,12 +252,24 @@ def elections_dashboard():
             [(f"zookeeper_tree_info{{{CLUSTER}}}", "")], w=24, h=8,
             desc="Every tree: kind (election, group, lock), election style (sequential, node) "
                  "and source (configured, discovered, recognised).")
+    switches = {
+        "name": "Master switches",
+        "datasource": DATASOURCE,
+        "enable": True,
+        "iconColor": "orange",
+        "expr": (f"max by (cluster, election) "
+                 f"(changes(zookeeper_election_master_changes_total{{{e}}}[1m])) > 0"),
+        "step": "60s",
+        "titleFormat": "Master switch",
+        "textFormat": "{{election}} ({{cluster}}): who, from whom and why in /api/v1/events",
+        "tagKeys": "cluster,election",
+    }
     return d.to_json([
         query_variable("cluster", "Cluster", "zookeeper_election_candidates"),
         query_variable("election", "Election", "zookeeper_election_candidates",
                        '{cluster=~"$cluster"}'),
         query_variable("lock", "Lock", "zookeeper_lock_held", '{cluster=~"$cluster"}'),
-    ])
+    ], annotations=[switches])
 
 
 def ensemble_dashboard():
