@@ -2,7 +2,8 @@
 # Demo: starts a local ZooKeeper, 20 simulated elections whose masters get
 # killed every few seconds, the exporter, Prometheus with the shipped alert
 # rules and Alertmanager; prints their URLs and live figures. One election is
-# left without candidates, so ZooKeeperElectionNoMaster fires after a minute.
+# left without candidates: the agent pushes ZooKeeperElectionNoMaster to
+# Alertmanager within seconds, the Prometheus rule follows after a minute.
 # Ctrl-C stops everything. DEMO_DURATION=60 stops after 60 s; PORT=9141,
 # ZK_PORT=2181, PROM_PORT=9090 and AM_PORT=9093 choose the ports.
 set -euo pipefail
@@ -76,6 +77,10 @@ style = "node"
 
 [[clusters.locks]]
 path = "/jobs/*"
+
+[alerting]
+alertmanagers = ["http://127.0.0.1:$AM_PORT"]
+no_master_for = "5s"
 CFG
 "$BIN" --config "$work/exporter.toml" --web.listen-address "127.0.0.1:$PORT" \
   >"$work/exporter.log" 2>&1 &
@@ -84,8 +89,9 @@ for _ in $(seq 1 120); do
   curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null 2>&1 && break
   sleep 0.5
 done
-# An election nobody competes in: the alert path end to end.
+# An election nobody competes in: both alert paths end to end.
 /usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$ZK_PORT" create /wechat/bots/bot_orphan >/dev/null 2>&1 || true
+orphaned=$(date +%s)
 
 printf 'route:\n  receiver: demo\n  group_wait: 5s\nreceivers:\n  - name: demo\n' > "$work/alertmanager.yml"
 prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$work/am" \
@@ -113,6 +119,8 @@ cat <<MSG
 zk-election-exporter is running:
   metrics:      http://127.0.0.1:$PORT/metrics
   readiness:    http://127.0.0.1:$PORT/ready
+  status page:  http://127.0.0.1:$PORT/
+  timeline:     http://127.0.0.1:$PORT/api/v1/events
   trees:        http://127.0.0.1:$PORT/api/v1/trees
   Prometheus:   http://127.0.0.1:$PROM_PORT/alerts   (the shipped rules)
   Alertmanager: http://127.0.0.1:$AM_PORT
@@ -120,7 +128,9 @@ zk-election-exporter is running:
 3 node-style elections under /services/*/leader; a master is killed about every 10 s.
 2 locks under /jobs/*, each held by one of three contenders and handed over about every half second.
 An abandoned master is a ghost until ZooKeeper expires its 10 s session, then the standby takes over.
-/wechat/bots/bot_orphan has no candidate: ZooKeeperElectionNoMaster fires after about a minute.
+/wechat/bots/bot_orphan has no candidate: the agent pushes ZooKeeperElectionNoMaster to Alertmanager
+after about 5 s (no_master_for); the Prometheus rule (for: 1m) fires after about a minute, and
+Alertmanager merges the two copies into one alert.
 
 MSG
 show() {
@@ -136,6 +146,13 @@ show() {
     "session: $(grep '^zookeeper_session_state' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')"
   echo "--- alerts in Alertmanager: $(curl -fsS "http://127.0.0.1:$AM_PORT/api/v2/alerts" 2>/dev/null |
     python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)})) or "none yet")' 2>/dev/null)"
+  echo "--- $(( $(date +%s) - orphaned )) s after bot_orphan lost its master:" \
+    "pushed by the agent: $(curl -fsS "http://127.0.0.1:$PORT/api/v1/status" 2>/dev/null |
+      python3 -c 'import json,sys; print(", ".join(sorted({a["alertname"] for a in json.load(sys.stdin)["pushed_alerts"]})) or "none")' 2>/dev/null);" \
+    "firing by the rules: $(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/alerts" 2>/dev/null |
+      python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)["data"]["alerts"] if a["state"] == "firing"})) or "none yet")' 2>/dev/null)"
+  echo "--- latest events: $(curl -fsS "http://127.0.0.1:$PORT/api/v1/events?limit=3" 2>/dev/null |
+    python3 -c 'import json,sys; print("; ".join("%s %s %s->%s %s" % (e["at"][11:19], e.get("election", ""), (e.get("from") or {}).get("identity", ""), (e.get("to") or {}).get("identity", ""), e.get("cause") or "") for e in json.load(sys.stdin)["events"]) or "none yet")' 2>/dev/null)"
   echo "--- ZooKeeper: up=$(grep '^zookeeper_up{' <<<"$m" | awk '{print $2}')," \
     "role=$(grep '^zookeeper_server_state{' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')," \
     "znodes=$(grep '^zookeeper_znode_count{' <<<"$m" | awk '{print $2}')"
