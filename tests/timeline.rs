@@ -92,6 +92,7 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     // 2. The next master's process dies: its session expires, as the
     //    diagnostics saw its connection gone first.
     drop(b);
+    want.push(step("ghost_flagged", "device-b", "", ""));
     want.push(step("switch", "device-b", "device-c", "session_expired"));
     until_story(want.clone(), "the expiry");
 

@@ -54,6 +54,16 @@ pub fn event_json(cluster: &str, e: &Event) -> Value {
             v["to"] = master(to);
             v["masterless_seconds"] = json!(lasted.as_secs_f64());
         }
+        What::GhostFlagged {
+            master: m,
+            liveness,
+        } => {
+            v["from"] = master(m);
+            v["state"] = json!(liveness);
+        }
+        What::GhostCleared { master: m } => {
+            v["from"] = master(m);
+        }
         What::SessionLost { state, reason } => {
             v["state"] = json!(state);
             v["reason"] = json!(reason);

@@ -244,6 +244,32 @@ impl ClusterState {
         }
     }
 
+    /// Masters whose session the diagnostics show as a ghost, by election,
+    /// with how (`disconnected`, `silent`).
+    pub fn ghost_masters(&self) -> BTreeMap<String, (super::events::MasterRef, &'static str)> {
+        let mut out = BTreeMap::new();
+        let Some(tracker) = &self.ghost else {
+            return out;
+        };
+        // A tree not synced shows masters that may be long gone: no flags
+        // from it (a stale view is not a reading).
+        let synced = self.trees.iter().filter(|t| t.synced());
+        for tree in synced.filter_map(|t| t.as_elections()) {
+            for (path, election) in tree.elections() {
+                let Some(m) = election.master().filter(|m| m.owner != 0) else {
+                    continue;
+                };
+                let how = match tracker.liveness(m.owner) {
+                    Some(super::ghost::Liveness::Disconnected { .. }) => "disconnected",
+                    Some(super::ghost::Liveness::Silent { .. }) => "silent",
+                    _ => continue,
+                };
+                out.insert(path.to_owned(), (super::events::MasterRef::of(&m), how));
+            }
+        }
+        out
+    }
+
     /// A timeline entry of the agent's own (its session).
     pub fn note(&mut self, at: std::time::SystemTime, what: super::events::What) {
         self.events.push(at, String::new(), what);

@@ -68,6 +68,14 @@ pub enum What {
     MasterlessStarted { last: MasterRef, cause: Cause },
     /// A candidate arrived after `lasted` without a master.
     MasterlessEnded { lasted: Duration, to: MasterRef },
+    /// The diagnostics showed the master's session disconnected or
+    /// silent (`liveness`): it holds mastership it may not exercise.
+    GhostFlagged {
+        master: MasterRef,
+        liveness: &'static str,
+    },
+    /// The same master's session is healthy again.
+    GhostCleared { master: MasterRef },
     /// The agent's own session stopped reflecting ZooKeeper.
     SessionLost { state: &'static str, reason: String },
     /// The agent's session is connected again.
@@ -80,6 +88,8 @@ impl What {
             What::Switch { .. } => "switch",
             What::MasterlessStarted { .. } => "masterless_started",
             What::MasterlessEnded { .. } => "masterless_ended",
+            What::GhostFlagged { .. } => "ghost_flagged",
+            What::GhostCleared { .. } => "ghost_cleared",
             What::SessionLost { .. } => "session_lost",
             What::SessionRestored => "session_restored",
         }

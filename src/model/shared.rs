@@ -239,11 +239,35 @@ impl SharedCluster {
         owners: Vec<i64>,
         watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
     ) {
+        let at = round.finished.wall;
         let mut g = self.write();
         g.ensemble.get_or_insert_with(Default::default).merge(polls);
+        let before = g.ghost_masters();
         g.ghost
             .get_or_insert_with(SessionTracker::default)
             .observe(round, owners);
+        // Ghost flags that changed for a master still in place (a master
+        // that left is told by its switch).
+        let after = g.ghost_masters();
+        for (election, (master, liveness)) in &after {
+            if !before.contains_key(election) {
+                let what = What::GhostFlagged {
+                    master: master.clone(),
+                    liveness,
+                };
+                g.events.push(at, election.clone(), what);
+            }
+        }
+        for (election, (master, _)) in before {
+            let still = g.trees.iter().filter_map(|t| t.as_elections()).any(|t| {
+                t.election(&election)
+                    .and_then(|e| e.master())
+                    .is_some_and(|m| m.node == master.node && m.owner == master.owner)
+            });
+            if still && !after.contains_key(&election) {
+                g.events.push(at, election, What::GhostCleared { master });
+            }
+        }
         if let Some(watchers) = watchers {
             g.watchers_seen(&watchers);
         }
