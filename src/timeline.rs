@@ -1,6 +1,7 @@
 //! Writes every timeline entry once as a structured log line (target
 //! `zk_election_exporter::events`), so a log shipper keeps the history
-//! past the ring's size.
+//! past the ring's size; and gives the models the time for entries that
+//! time alone makes (a hold passing `max_hold`).
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub async fn run(clusters: Vec<SharedCluster>, mut stop: watch::Receiver<bool>) 
             _ = stop.wait_for(|s| *s) => return,
         }
         for (c, last) in clusters.iter().zip(&mut logged) {
+            c.tick(crate::model::election::Now::current());
             let new: Vec<(u64, serde_json::Value)> = {
                 let g = c.read();
                 g.events

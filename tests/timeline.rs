@@ -187,3 +187,94 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     );
     drop((d, d2, e));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_hand_overs_and_group_members_reach_the_timeline() {
+    use zookeeper_client::{Acls, CreateMode};
+    let zk = shared_server();
+    let base = unique_path("timeline-locks");
+    let lock = format!("{base}/locks/job_1");
+    let group = format!("{base}/services/api");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &lock).await;
+    mkdir(&admin, &group).await;
+    let contender = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let first = client(&zk.address()).await;
+    first
+        .create(&format!("{lock}/a__lock__"), b"", &contender)
+        .await
+        .unwrap();
+    let second = client(&zk.address()).await;
+    second
+        .create(&format!("{lock}/b__lock__"), b"", &contender)
+        .await
+        .unwrap();
+    let exporter = Exporter::start(&format!(
+        "{}[[clusters.locks]]\npath = \"{base}/locks/*\"\nmax_hold = \"1s\"\n[[clusters.groups]]\npath = \"{base}/services/*\"\nexport_members = true\n",
+        cluster_config(
+            &zk.address(),
+            &format!("{base}/bots/*"),
+            "four_letter_words = { enabled = false }"
+        )
+    ));
+    exporter
+        .until("the lock held", T, |m| {
+            m.get("zookeeper_lock_held", &[("lock", &lock)]) == Some(1.0)
+        })
+        .await;
+    let member = client(&zk.address()).await;
+    member
+        .create(
+            &format!("{group}/api-1"),
+            b"host-1",
+            &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    drop(first);
+    let acquired = wait_for("the hand-over in the timeline", T, || {
+        let e = events(exporter.port, &format!("election={lock}"));
+        match e.iter().find(|e| e["kind"] == "lock_acquired") {
+            Some(e) => Ok(e.clone()),
+            None => Err(format!("{e:?}")),
+        }
+    });
+    let holder = acquired["to"]["node"].as_str().unwrap().to_owned();
+    assert!(holder.starts_with("b__lock__"), "{acquired}");
+    // The new holder keeps it past max_hold (1 s): told once.
+    wait_for("the long hold in the timeline", T, || {
+        let long: Vec<Value> = events(exporter.port, &format!("election={lock}"))
+            .into_iter()
+            .filter(|e| e["kind"] == "lock_held_long" && e["to"]["node"] == holder.as_str())
+            .collect();
+        match long.len() {
+            1 => Ok(()),
+            n => Err(format!("{n} long-hold entries for {holder}")),
+        }
+    });
+    drop(member);
+    wait_for("the member's join and leave in the timeline", T, || {
+        let kinds: Vec<(String, String)> = events(exporter.port, &format!("election={group}"))
+            .iter()
+            .map(|e| {
+                let who = e["to"]["identity"]
+                    .as_str()
+                    .or(e["from"]["identity"].as_str());
+                (
+                    e["kind"].as_str().unwrap_or("").to_owned(),
+                    who.unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        let want = vec![
+            ("member_left".to_owned(), "api-1".to_owned()),
+            ("member_joined".to_owned(), "api-1".to_owned()),
+        ];
+        if kinds == want {
+            Ok(())
+        } else {
+            Err(format!("{kinds:?}"))
+        }
+    });
+    drop(second);
+}

@@ -61,8 +61,15 @@ pub fn event_json(cluster: &str, e: &Event) -> Value {
             v["from"] = master(m);
             v["state"] = json!(liveness);
         }
-        What::GhostCleared { master: m } => {
+        What::GhostCleared { master: m } | What::MemberLeft { member: m } => {
             v["from"] = master(m);
+        }
+        What::LockAcquired { holder: m } | What::MemberJoined { member: m } => {
+            v["to"] = master(m);
+        }
+        What::LockHeldLong { holder, held } => {
+            v["to"] = master(holder);
+            v["held_seconds"] = json!(held.as_secs_f64());
         }
         What::SessionLost { state, reason } => {
             v["state"] = json!(state);

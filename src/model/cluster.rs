@@ -270,6 +270,15 @@ impl ClusterState {
         out
     }
 
+    /// Time-driven timeline entries (holds passing `max_hold`), then into
+    /// the log; the timeline task calls this with the current time.
+    pub fn tick(&mut self, now: election::Now) {
+        for tree in &mut self.trees {
+            tree.note_long_holds(now.mono);
+        }
+        self.take_events(now);
+    }
+
     /// A timeline entry of the agent's own (its session).
     pub fn note(&mut self, at: std::time::SystemTime, what: super::events::What) {
         self.events.push(at, String::new(), what);

@@ -76,6 +76,14 @@ pub enum What {
     },
     /// The same master's session is healthy again.
     GhostCleared { master: MasterRef },
+    /// A lock's holder changed: `holder` holds it now (node, owner).
+    LockAcquired { holder: MasterRef },
+    /// A hold passed the lock tree's `max_hold`.
+    LockHeldLong { holder: MasterRef, held: Duration },
+    /// A member registered in a group that exports its members.
+    MemberJoined { member: MasterRef },
+    /// A member of such a group went.
+    MemberLeft { member: MasterRef },
     /// The agent's own session stopped reflecting ZooKeeper.
     SessionLost { state: &'static str, reason: String },
     /// The agent's session is connected again.
@@ -90,6 +98,10 @@ impl What {
             What::MasterlessEnded { .. } => "masterless_ended",
             What::GhostFlagged { .. } => "ghost_flagged",
             What::GhostCleared { .. } => "ghost_cleared",
+            What::LockAcquired { .. } => "lock_acquired",
+            What::LockHeldLong { .. } => "lock_held_long",
+            What::MemberJoined { .. } => "member_joined",
+            What::MemberLeft { .. } => "member_left",
             What::SessionLost { .. } => "session_lost",
             What::SessionRestored => "session_restored",
         }

@@ -3,6 +3,7 @@
 //! member. Unlike elections there is no order and no master; what matters
 //! is how many members are alive, which, and how often they come and go.
 
+use super::events::{MasterRef, What};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidate::IdentityMode;
@@ -76,22 +77,34 @@ impl Group {
 
     /// Adds or refreshes a member; counts a join when the node is new or
     /// changed owner (and a leave for the previous owner).
-    fn upsert(&mut self, node: String, member: Member, count: bool) {
+    /// Returns the counted change: who left (a previous owner) and who
+    /// joined, for the timeline.
+    fn upsert(
+        &mut self,
+        node: String,
+        member: Member,
+        count: bool,
+    ) -> (Option<Member>, Option<Member>) {
         match self.members.insert(node, member.clone()) {
-            None if count => self.joins += 1,
+            None if count => {
+                self.joins += 1;
+                (None, Some(member))
+            }
             Some(old) if count && old.owner != member.owner => {
                 self.leaves += 1;
                 self.joins += 1;
+                (Some(old), Some(member))
             }
-            _ => {}
+            _ => (None, None),
         }
     }
 
-    fn remove(&mut self, node: &str, count: bool) {
-        if self.members.remove(node).is_some() && count {
-            self.leaves += 1;
-        }
+    /// Returns the counted member that left.
+    fn remove(&mut self, node: &str, count: bool) -> Option<Member> {
         self.ignored.remove(node);
+        let gone = self.members.remove(node).filter(|_| count)?;
+        self.leaves += 1;
+        Some(gone)
     }
 }
 
@@ -100,6 +113,8 @@ impl Group {
 pub struct GroupTree {
     spec: GroupSpec,
     groups: BTreeMap<String, Group>,
+    /// Timeline entries not yet taken (groups that export members only).
+    events: Vec<(String, What)>,
 }
 
 impl GroupTree {
@@ -107,6 +122,32 @@ impl GroupTree {
         Self {
             spec,
             groups: BTreeMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Timeline entries since the last call.
+    pub fn take_events(&mut self) -> Vec<(String, What)> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Records a counted change of `group` when members are exported.
+    fn changed(&mut self, group: &str, left: Option<Member>, joined: Option<Member>) {
+        if !self.spec.export_members {
+            return;
+        }
+        let named = |m: Member| MasterRef {
+            node: m.name.clone(),
+            identity: m.name,
+            owner: m.owner,
+        };
+        if let Some(m) = left {
+            let what = What::MemberLeft { member: named(m) };
+            self.events.push((group.to_owned(), what));
+        }
+        if let Some(m) = joined {
+            let what = What::MemberJoined { member: named(m) };
+            self.events.push((group.to_owned(), what));
         }
     }
 
@@ -149,24 +190,28 @@ impl TreeContent for GroupTree {
                 .iter()
                 .map(|c| (c.name.clone(), self.member(c)))
                 .collect();
-            let group = self.groups.entry(path).or_default();
+            let group = self.groups.entry(path.clone()).or_default();
             let gone: Vec<String> = group
                 .members
                 .keys()
                 .filter(|n| !matches!(live.get(*n), Some(Some(_))))
                 .cloned()
                 .collect();
+            let mut changes = Vec::new();
             for node in gone {
-                group.remove(&node, resync);
+                changes.push((group.remove(&node, resync), None));
             }
             group.ignored.clear();
             for (node, member) in live {
                 match member {
-                    Some(m) => group.upsert(node, m, resync),
+                    Some(m) => changes.push(group.upsert(node, m, resync)),
                     None => {
                         group.ignored.insert(node);
                     }
                 }
+            }
+            for (left, joined) in changes {
+                self.changed(&path, left, joined);
             }
         }
     }
@@ -187,7 +232,10 @@ impl TreeContent for GroupTree {
         let member = self.member(&child);
         let group = self.groups.entry(parent.to_owned()).or_default();
         match member {
-            Some(m) => group.upsert(child.name, m, true),
+            Some(m) => {
+                let (left, joined) = group.upsert(child.name, m, true);
+                self.changed(parent, left, joined);
+            }
             None => {
                 group.ignored.insert(child.name);
             }
@@ -196,7 +244,8 @@ impl TreeContent for GroupTree {
 
     fn child_deleted(&mut self, parent: &str, name: &str, _now: Now) {
         if let Some(group) = self.groups.get_mut(parent) {
-            group.remove(name, true);
+            let left = group.remove(name, true);
+            self.changed(parent, left, None);
         }
     }
 

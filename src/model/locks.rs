@@ -11,6 +11,7 @@
 //! election), and its end does not enter the hold-duration histogram, which
 //! only takes holds whose start was seen as it happened.
 
+use super::events::{MasterRef, What};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -134,7 +135,15 @@ impl Lock {
     /// Moves the holders to what the contenders say. `count` is false for
     /// the first listing; `seen` is true for events (a hold starting now),
     /// false for listings. Ended holds whose start was seen go to `ended`.
-    fn settle(&mut self, now: Instant, count: bool, seen: bool, ended: &mut Histogram) {
+    /// Returns the counted new holders (node and owner), for the timeline.
+    fn settle(
+        &mut self,
+        now: Instant,
+        count: bool,
+        seen: bool,
+        ended: &mut Histogram,
+    ) -> Vec<(String, i64)> {
+        let mut acquired = Vec::new();
         let rightful = self.rightful();
         let gone: Vec<String> = self
             .holding
@@ -148,13 +157,22 @@ impl Lock {
             }
         }
         for name in rightful {
-            if let std::collections::btree_map::Entry::Vacant(slot) = self.holding.entry(name) {
+            if let std::collections::btree_map::Entry::Vacant(slot) =
+                self.holding.entry(name.clone())
+            {
                 slot.insert((now, seen));
                 if count {
                     self.acquisitions += 1;
+                    let owner = self
+                        .contenders
+                        .iter()
+                        .find(|((_, n), _)| *n == name)
+                        .map_or(0, |(_, c)| c.owner);
+                    acquired.push((name, owner));
                 }
             }
         }
+        acquired
     }
 
     fn upsert(&mut self, child: &ChildNode) {
@@ -187,6 +205,10 @@ pub struct LockTree {
     locks: BTreeMap<String, Lock>,
     /// Durations of holds that ended, across the tree's locks.
     holds: Histogram,
+    /// Timeline entries not yet taken by the cluster (lock, what).
+    events: Vec<(String, What)>,
+    /// Holds already told as longer than `max_hold` (lock, holder).
+    long: BTreeSet<(String, String)>,
 }
 
 impl LockTree {
@@ -195,6 +217,58 @@ impl LockTree {
             spec,
             locks: BTreeMap::new(),
             holds: Histogram::new(PERIOD_BUCKETS),
+            events: Vec::new(),
+            long: BTreeSet::new(),
+        }
+    }
+
+    /// Records, once per hold, the holds that passed `max_hold` by `now`
+    /// (timed from when the agent saw them start, as the metric).
+    pub fn note_long_holds(&mut self, now: Instant) {
+        let Some(max) = self.spec.max_hold else {
+            return;
+        };
+        let mut current = BTreeSet::new();
+        for (path, lock) in &self.locks {
+            for (holder, (since, _)) in &lock.holding {
+                let key = (path.clone(), holder.clone());
+                let held = now.saturating_duration_since(*since);
+                if held > max && !self.long.contains(&key) {
+                    let owner = lock
+                        .contenders
+                        .iter()
+                        .find(|((_, n), _)| n == holder)
+                        .map_or(0, |(_, c)| c.owner);
+                    let holder = MasterRef {
+                        node: holder.clone(),
+                        identity: holder.clone(),
+                        owner,
+                    };
+                    self.events
+                        .push((path.clone(), What::LockHeldLong { holder, held }));
+                }
+                if held > max {
+                    current.insert(key);
+                }
+            }
+        }
+        self.long = current;
+    }
+
+    /// Timeline entries since the last call.
+    pub fn take_events(&mut self) -> Vec<(String, What)> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn acquired(&mut self, lock: &str, holders: Vec<(String, i64)>) {
+        for (node, owner) in holders {
+            let holder = MasterRef {
+                identity: node.clone(),
+                node,
+                owner,
+            };
+            self.events
+                .push((lock.to_owned(), What::LockAcquired { holder }));
         }
     }
 
@@ -229,13 +303,14 @@ impl TreeContent for LockTree {
         resync: bool,
     ) {
         for (path, children) in listing {
-            let lock = self.locks.entry(path).or_default();
+            let lock = self.locks.entry(path.clone()).or_default();
             lock.contenders.clear();
             lock.ignored.clear();
             for child in &children {
                 lock.upsert(child);
             }
-            lock.settle(now.mono, resync, false, &mut self.holds);
+            let acquired = lock.settle(now.mono, resync, false, &mut self.holds);
+            self.acquired(&path, acquired);
         }
     }
 
@@ -254,13 +329,15 @@ impl TreeContent for LockTree {
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
         let lock = self.locks.entry(parent.to_owned()).or_default();
         lock.upsert(&child);
-        lock.settle(now.mono, true, true, &mut self.holds);
+        let acquired = lock.settle(now.mono, true, true, &mut self.holds);
+        self.acquired(parent, acquired);
     }
 
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
         if let Some(lock) = self.locks.get_mut(parent) {
             lock.remove(name);
-            lock.settle(now.mono, true, true, &mut self.holds);
+            let acquired = lock.settle(now.mono, true, true, &mut self.holds);
+            self.acquired(parent, acquired);
         }
     }
 

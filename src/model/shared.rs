@@ -273,6 +273,11 @@ impl SharedCluster {
         }
     }
 
+    /// Time-driven timeline entries at `now` (see [`ClusterState::tick`]).
+    pub fn tick(&self, now: Now) {
+        self.write().tick(now);
+    }
+
     /// Owner sessions of every tree's ephemeral nodes.
     pub fn owners(&self) -> Vec<i64> {
         self.read().owners()

@@ -126,11 +126,19 @@ impl Tree {
         }
     }
 
-    /// Timeline entries of an election tree since the last call.
+    /// Lock trees: records holds that passed `max_hold`.
+    pub fn note_long_holds(&mut self, now: std::time::Instant) {
+        if let TreeKind::Locks(l) = &mut self.kind {
+            l.note_long_holds(now);
+        }
+    }
+
+    /// Timeline entries of the tree since the last call.
     pub fn take_events(&mut self) -> Vec<(String, super::events::What)> {
         match &mut self.kind {
             TreeKind::Elections(e) => e.take_events(),
-            _ => Vec::new(),
+            TreeKind::Groups(g) => g.take_events(),
+            TreeKind::Locks(l) => l.take_events(),
         }
     }
 
