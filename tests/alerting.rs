@@ -123,7 +123,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let zk = shared_server();
     let base = unique_path("push");
     let admin = client(&zk.address()).await;
-    let election = format!("{base}/bot_1");
+    let election = format!("{base}/bots/bot_1");
     mkdir(&admin, &election).await;
     let device = client(&zk.address()).await;
     candidate(&device, &election, "n_", b"device-a").await;
@@ -132,11 +132,15 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let dir = temp_dir("alertmanager");
     let am_port = free_port();
     let am = alertmanager(&dir, am_port, hook);
+    // A second election set holds its masterless alerts for an hour.
+    let patient = format!("{base}/patient/bot_9");
+    mkdir(&admin, &patient).await;
     let exporter = Exporter::start(&format!(
-        "{}[alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"2s\"\n",
+        "{}[[clusters.elections]]\npath = \"{base}/patient/*\"\nno_master_for = \"1h\"\n\
+         [alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"2s\"\n",
         cluster_config(
             &zk.address(),
-            &format!("{base}/*"),
+            &format!("{base}/bots/*"),
             "four_letter_words = { enabled = false }"
         )
     ));
@@ -166,6 +170,14 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
         "election": election,
     });
     assert_eq!(labels, expected, "exactly the rule's labels");
+    assert_eq!(
+        exporter
+            .metrics()
+            .unwrap()
+            .get("zookeeper_election_has_master", &election_labels(&patient)),
+        Some(0.0),
+        "the patient set's election is masterless too, yet not pushed (one alert above)"
+    );
     wait_for("the firing notification", T, || {
         match notified(&got, "ZooKeeperElectionNoMaster", "firing") {
             0 => Err("none yet".to_owned()),

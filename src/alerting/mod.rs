@@ -104,7 +104,7 @@ pub async fn run(
         .iter()
         .map(|_| Delivery::default())
         .collect();
-    let mut sends: JoinSet<(usize, usize, Result<(), client::SendError>)> = JoinSet::new();
+    let mut sends: JoinSet<(usize, usize, usize, Result<(), client::SendError>)> = JoinSet::new();
     // Every Alertmanager has its counter from the start (rates need a zero).
     stats.with(|s| {
         for target in &cfg.alertmanagers {
@@ -179,7 +179,7 @@ pub async fn run(
         });
 
         while let Some(done) = sends.try_join_next() {
-            let Ok((i, count, result)) = done else {
+            let Ok((i, count, alerts, result)) = done else {
                 continue;
             };
             let d = &mut deliveries[i];
@@ -199,7 +199,7 @@ pub async fn run(
                         dirty: d.dirty,
                         ..Delivery::default()
                     };
-                    stats.with(|s| *s.sent.entry(url.clone()).or_default() += 1);
+                    stats.with(|s| *s.sent.entry(url.clone()).or_default() += alerts as u64);
                 }
                 Err(e) => {
                     if !d.failing {
@@ -247,13 +247,13 @@ pub async fn run(
                     .map(|(k, f, at)| alert_json(&cfg, k, f, now, wall, *at)),
             );
             let body = serde_json::to_vec(&alerts).unwrap_or_default();
-            let count = d.resolved.len();
+            let (count, sent) = (d.resolved.len(), alerts.len());
             d.in_flight = true;
             d.dirty = false;
             let cfg = cfg.clone();
             sends.spawn(async move {
                 let result = client::post(&cfg.alertmanagers[i], &body).await;
-                (i, count, result)
+                (i, count, sent, result)
             });
         }
     }

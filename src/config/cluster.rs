@@ -258,11 +258,24 @@ fn validate_elections(
                 "must be at least 1 (leave it out for no standby alert)",
             ));
         }
+        let no_master_for = e
+            .no_master_for
+            .as_deref()
+            .map(|d| {
+                super::validate::bounded_duration(
+                    &format!("{ekey}.no_master_for"),
+                    Some(d),
+                    std::time::Duration::ZERO,
+                    &super::validate::AT_LEAST_100MS,
+                )
+            })
+            .transpose()?;
         let spec = ElectionSpec {
             identity,
             style,
             min_candidates: e.min_candidates,
             record,
+            no_master_for,
         };
         elections.push(ElectionConfig { pattern, spec });
     }

@@ -156,6 +156,7 @@ pub(super) struct RawElection {
     pub(super) standbys: Option<String>,
     pub(super) epoch: Option<String>,
     pub(super) record: Option<RawRecord>,
+    pub(super) no_master_for: Option<String>,
 }
 
 /// `[alerting]`, validated by `alerting::validate_alerting`.

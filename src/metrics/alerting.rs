@@ -36,7 +36,7 @@ impl Collector for PushCollector {
         family(
             &mut enc,
             names::ALERTS_SENT,
-            "Deliveries (one POST of every active and newly resolved alert) accepted by each Alertmanager.",
+            "Alerts accepted by each Alertmanager (every active alert is sent again each resend_interval, resolved ones once).",
             MetricType::Counter,
             |m| {
                 for (url, n) in &s.sent {

@@ -131,6 +131,8 @@ pub struct Condition {
     /// `{value}` of the description; for an epoch regression, the count
     /// of regressions (the alert holds for 10 minutes after it grows).
     pub value: u64,
+    /// A hold other than the kind's (an election set's `no_master_for`).
+    pub hold: Option<Duration>,
 }
 
 /// One cluster's conditions at an instant.
@@ -172,12 +174,14 @@ impl ClusterState {
                 continue;
             }
             for (path, election) in elections.elections() {
+                let own_hold = elections.spec().no_master_for;
                 let mut push = |kind, since, value| {
                     conditions.push(Condition {
                         kind,
                         election: path.to_owned(),
                         since,
                         value,
+                        hold: own_hold.filter(|_| kind == Kind::NoMaster),
                     })
                 };
                 match self.state_of(elections, election, now) {
@@ -267,12 +271,10 @@ impl Book {
         max: usize,
     ) -> (Changes, usize) {
         let mut changes = Changes::default();
-        let mut wanted: BTreeMap<Key, (Instant, u64)> = BTreeMap::new();
+        let mut wanted: BTreeMap<Key, (Instant, u64, Option<Duration>)> = BTreeMap::new();
         if let Some(since) = session_lost_since {
-            wanted.insert(
-                (Kind::SessionDown, cluster.to_owned(), String::new()),
-                (since, 0),
-            );
+            let key = (Kind::SessionDown, cluster.to_owned(), String::new());
+            wanted.insert(key, (since, 0, None));
         }
         let (fresh, frozen) = (reading.fresh, reading.frozen);
         for c in reading.conditions {
@@ -285,19 +287,19 @@ impl Book {
                 if now.saturating_duration_since(seen.1) > REGRESSION_WINDOW {
                     continue;
                 }
-                wanted.insert(key, (seen.1, c.value));
+                wanted.insert(key, (seen.1, c.value, None));
                 continue;
             }
             let since = c
                 .since
                 .unwrap_or_else(|| *self.pending.get(&key).unwrap_or(&now));
-            wanted.insert(key, (since, c.value));
+            wanted.insert(key, (since, c.value, c.hold));
         }
         // Holds: pending until the condition has lasted its `for`.
         let mut left_out = 0;
         let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
-        for (key, (since, value)) in &wanted {
-            let held = now.saturating_duration_since(*since) >= key.0.hold(t);
+        for (key, (since, value, hold)) in &wanted {
+            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(t));
             if let Some(f) = self.firing.get_mut(key) {
                 f.value = *value;
             } else if held {

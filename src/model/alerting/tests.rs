@@ -23,6 +23,7 @@ fn masterless(election: &str, since: Instant) -> Condition {
         election: election.into(),
         since: Some(since),
         value: 0,
+        hold: None,
     }
 }
 
@@ -115,6 +116,7 @@ fn holds_without_a_known_start_count_from_first_sight() {
         election: "/e".into(),
         since: None,
         value: 0,
+        hold: None,
     };
     assert!(
         book.update("c", reading(vec![ghost()]), None, t0, &T, 10)
@@ -152,6 +154,7 @@ fn an_epoch_regression_fires_for_ten_minutes_after_the_count_grows() {
         election: "/kafka/controller".into(),
         since: None,
         value: n,
+        hold: None,
     };
     let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, t0, &T, 10);
     assert_eq!(changes.fired.len(), 1);
@@ -203,4 +206,34 @@ fn every_kind_names_its_rule_twin_and_its_runbook() {
         assert!(runbooks.contains(&format!("\n## {name}\n")));
         assert!(rule.contains(&format!("docs/runbooks.md#{}", kind.anchor())));
     }
+}
+
+#[test]
+fn an_election_set_may_hold_masterless_alerts_longer_or_shorter() {
+    let t0 = Instant::now();
+    let mut book = Book::default();
+    let mut slow = masterless("/slow", t0);
+    slow.hold = Some(Duration::from_secs(60));
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![slow.clone(), masterless("/e", t0)]),
+        None,
+        at(t0, 6),
+        &T,
+        10,
+    );
+    assert_eq!(
+        changes.fired,
+        vec![key(Kind::NoMaster, "/e")],
+        "/slow waits its own minute"
+    );
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![slow, masterless("/e", t0)]),
+        None,
+        at(t0, 60),
+        &T,
+        10,
+    );
+    assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/slow")]);
 }

@@ -86,6 +86,8 @@ pub struct ElectionSpec {
     /// Solr's `leader` beside its sequential `election`), read with its own
     /// identity mode.
     pub record: Option<(String, IdentityMode)>,
+    /// Overrides `alerting.no_master_for` for these elections.
+    pub no_master_for: Option<std::time::Duration>,
 }
 
 impl From<IdentityMode> for ElectionSpec {
@@ -95,6 +97,7 @@ impl From<IdentityMode> for ElectionSpec {
             style: Style::Sequential,
             min_candidates: None,
             record: None,
+            no_master_for: None,
         }
     }
 }

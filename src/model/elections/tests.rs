@@ -36,6 +36,7 @@ fn controller() -> ElectionTree {
         }),
         min_candidates: None,
         record: None,
+        no_master_for: None,
     })
 }
 
@@ -103,6 +104,7 @@ fn epoch_regressions_and_records_are_read_from_siblings() {
         }),
         min_candidates: None,
         record: Some(("crumb".into(), IdentityMode::Data)),
+        no_master_for: None,
     });
     let data = |name: &str, text: &str, owner| ChildNode {
         name: name.into(),
@@ -139,6 +141,7 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
     let t = Instant::now();
     let mut tree = ElectionTree::new(ElectionSpec {
         record: Some(("leader".into(), IdentityMode::parse("json:/id").unwrap())),
+        no_master_for: None,
         ..ElectionSpec::from(IdentityMode::Node)
     });
     let election = "/overseer_elect/election";
