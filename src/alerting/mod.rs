@@ -158,6 +158,15 @@ pub async fn run(
                             .iter()
                             .map(|(k, f)| (k.clone(), f.clone(), wall)),
                     );
+                    // Bounded while an Alertmanager is unreachable: the
+                    // oldest resolutions go first (counted). Not while a
+                    // send is in flight: it counts what it carried.
+                    let cap = cfg.max_alerts * 4;
+                    if d.resolved.len() > cap && !d.in_flight {
+                        let over = d.resolved.len() - cap;
+                        d.resolved.drain(..over);
+                        stats.with(|s| s.dropped += over as u64);
+                    }
                 }
             }
         }

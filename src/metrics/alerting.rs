@@ -65,7 +65,7 @@ impl Collector for PushCollector {
         family(
             &mut enc,
             names::ALERTS_DROPPED,
-            "Alerts never pushed: past alerting.max_alerts per cluster, or resolutions not delivered within 10 minutes.",
+            "Alerts never pushed: past alerting.max_alerts per cluster, or resolutions not delivered within 10 minutes or beyond 4 x max_alerts waiting.",
             MetricType::Counter,
             |m| counter(m, &none, s.dropped),
         )
