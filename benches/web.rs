@@ -20,7 +20,6 @@ use common::pki::Ca;
 use common::*;
 use rustls::pki_types::ServerName;
 use rustls::pki_types::pem::PemObject;
-use zookeeper_client::{Acls, CreateMode};
 
 const ELECTIONS: usize = 5_000;
 const SCRAPES: usize = 40;
@@ -69,28 +68,7 @@ fn exporter(zk: &ZkServer, base: &str, args: &[String]) -> (Child, u16) {
 
 async fn elections(zk: &ZkServer) -> String {
     let base = unique_path("bench-web");
-    let admin = client(&zk.address()).await;
-    mkdir(&admin, &base).await;
-    let owner = client(&zk.address()).await;
-    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-    let bots: Vec<String> = (0..ELECTIONS)
-        .map(|i| format!("{base}/bot_{i:05}"))
-        .collect();
-    for chunk in bots.chunks(250) {
-        for r in
-            futures::future::join_all(chunk.iter().map(|b| admin.create(b, b"", &persistent))).await
-        {
-            r.unwrap();
-        }
-        let nodes: Vec<String> = chunk.iter().map(|b| format!("{b}/n_0000000001")).collect();
-        for r in
-            futures::future::join_all(nodes.iter().map(|n| owner.create(n, b"device", &ephemeral)))
-                .await
-        {
-            r.unwrap();
-        }
-    }
+    let owner = one_candidate_elections(&zk.address(), &base, ELECTIONS).await;
     std::mem::forget(owner); // the candidates live as long as the bench
     base
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::program::alerts_at;
 use common::*;
 use serde_json::Value;
 
@@ -89,26 +90,6 @@ fn stop(mut child: std::process::Child) {
     let _ = child.wait();
 }
 
-/// Active alerts named `name` in the Alertmanager on `port`.
-fn active(port: u16, name: &str) -> Result<Vec<Value>, String> {
-    let (status, body) = http_get(
-        port,
-        "/api/v2/alerts?active=true&silenced=false&inhibited=false",
-    )?;
-    if status != 200 {
-        return Err(format!("{status}"));
-    }
-    let all: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
-    Ok(all
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|a| a["labels"]["alertname"] == name)
-        .map(|a| a["labels"].clone())
-        .collect())
-}
-
 /// Notifications the receiver got for `alertname` with `status`.
 fn notified(got: &Mutex<Vec<Value>>, alertname: &str, status: &str) -> usize {
     got.lock()
@@ -154,7 +135,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let left = Instant::now();
     drop(device);
     let labels = wait_for("the pushed alert in Alertmanager", T, || {
-        match active(am_port, "ZooKeeperElectionNoMaster")?.as_slice() {
+        match alerts_at(am_port, "ZooKeeperElectionNoMaster")?.as_slice() {
             [one] => Ok(one.clone()),
             other => Err(format!("{other:?}")),
         }
@@ -191,7 +172,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let am = alertmanager(&dir, am_port, hook);
     let restarted = Instant::now();
     wait_for("the alert back after the restart", T, || {
-        match active(am_port, "ZooKeeperElectionNoMaster")?.len() {
+        match alerts_at(am_port, "ZooKeeperElectionNoMaster")?.len() {
             1 => Ok(()),
             n => Err(format!("{n}")),
         }
@@ -204,11 +185,14 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     // A candidate returns: resolved, and the receiver hears it.
     let back = client(&zk.address()).await;
     candidate(&back, &election, "n_", b"device-b").await;
-    wait_for("the alert resolved in Alertmanager", T, || {
-        match active(am_port, "ZooKeeperElectionNoMaster")?.len() {
-            0 => Ok(()),
-            n => Err(format!("{n} active")),
-        }
+    wait_for("the alert resolved in Alertmanager", T, || match alerts_at(
+        am_port,
+        "ZooKeeperElectionNoMaster",
+    )?
+    .len()
+    {
+        0 => Ok(()),
+        n => Err(format!("{n} active")),
     });
     wait_for("the resolved notification", T, || {
         match notified(&got, "ZooKeeperElectionNoMaster", "resolved") {
@@ -362,7 +346,7 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
             ))
         }
     });
-    let in_am = active(am_port, "ZooKeeperElectionNoMaster").unwrap();
+    let in_am = alerts_at(am_port, "ZooKeeperElectionNoMaster").unwrap();
     assert_eq!(in_am.len(), 1, "one alert from three sources: {in_am:?}");
     assert_eq!(
         notified(&got, "ZooKeeperElectionNoMaster", "firing"),

@@ -289,29 +289,9 @@ fn rss(pid: u32) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forty_stalled_readers_cost_about_one_body() {
-    use zookeeper_client::{Acls, CreateMode};
     let zk = shared_server();
     let base = unique_path("stalled");
-    let admin = client(&zk.address()).await;
-    mkdir(&admin, &base).await;
-    let owner = client(&zk.address()).await;
-    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-    let bots: Vec<String> = (0..5000).map(|i| format!("{base}/bot_{i:05}")).collect();
-    for chunk in bots.chunks(250) {
-        for r in
-            futures::future::join_all(chunk.iter().map(|b| admin.create(b, b"", &persistent))).await
-        {
-            r.unwrap();
-        }
-        let nodes: Vec<String> = chunk.iter().map(|b| format!("{b}/n_0000000001")).collect();
-        for r in
-            futures::future::join_all(nodes.iter().map(|n| owner.create(n, b"device", &ephemeral)))
-                .await
-        {
-            r.unwrap();
-        }
-    }
+    let _owner = one_candidate_elections(&zk.address(), &base, 5000).await;
     let exporter = Exporter::start(&format!(
         "write_timeout = \"5s\"\n[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n\
          [clusters.four_letter_words]\nenabled = false\n\

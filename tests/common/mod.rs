@@ -445,6 +445,32 @@ pub async fn abandonable_client(address: &str, timeout: Duration) -> Client {
         .unwrap()
 }
 
+/// `n` elections `base/bot_NNNNN` with one candidate each (data
+/// `device`), created 250 at a time; returns the candidates' session,
+/// which must live as long as they should.
+pub async fn one_candidate_elections(address: &str, base: &str, n: usize) -> Client {
+    let admin = client(address).await;
+    mkdir(&admin, base).await;
+    let owner = client(address).await;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let bots: Vec<String> = (0..n).map(|i| format!("{base}/bot_{i:05}")).collect();
+    for chunk in bots.chunks(250) {
+        let made =
+            futures::future::join_all(chunk.iter().map(|b| admin.create(b, b"", &persistent)));
+        made.await.into_iter().for_each(|r| {
+            r.unwrap();
+        });
+        let nodes: Vec<String> = chunk.iter().map(|b| format!("{b}/n_0000000001")).collect();
+        let made =
+            futures::future::join_all(nodes.iter().map(|n| owner.create(n, b"device", &ephemeral)));
+        made.await.into_iter().for_each(|r| {
+            r.unwrap();
+        });
+    }
+    owner
+}
+
 pub async fn mkdir(c: &Client, path: &str) {
     c.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
         .await

@@ -72,7 +72,19 @@ pub fn query(prometheus: &Program, expr: &str) -> Result<Vec<Value>, String> {
 
 /// Active alerts in Alertmanager named `name`, as their label maps.
 pub fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {
-    let v = am.get_json("/api/v2/alerts?active=true&silenced=false&inhibited=false")?;
+    alerts_at(am.port, name)
+}
+
+/// Active alerts named `name` in the Alertmanager on `port`.
+pub fn alerts_at(port: u16, name: &str) -> Result<Vec<Value>, String> {
+    let (status, body) = http_get(
+        port,
+        "/api/v2/alerts?active=true&silenced=false&inhibited=false",
+    )?;
+    if status != 200 {
+        return Err(format!("/api/v2/alerts: {status} {body}"));
+    }
+    let v: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
     Ok(v.as_array()
         .cloned()
         .unwrap_or_default()
