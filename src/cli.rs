@@ -18,6 +18,14 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
+    #[command(flatten)]
+    pub args: ConfigArgs,
+}
+
+/// What the agent runs with: file, flags (each also an environment
+/// variable) and logging. `check-config` takes the same.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
     /// TOML configuration file (see docs/configuration.md).
     #[arg(long, env = "ZK_EXPORTER_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -95,7 +103,7 @@ pub struct Cli {
     pub log_format: String,
 }
 
-impl Cli {
+impl ConfigArgs {
     /// The log filter: `--log` if given, else `--log.level` with the client
     /// library kept at warn.
     pub fn log_filter(&self) -> String {
@@ -124,10 +132,12 @@ impl Cli {
                 (true, false) => Some(true),
                 (false, false) => None,
             },
-            cli_env_vars: Self::env_vars(),
+            cli_env_vars: Cli::env_vars(),
         }
     }
+}
 
+impl Cli {
     /// The environment variables the flags read, as clap declares them.
     pub fn env_vars() -> Vec<String> {
         use clap::CommandFactory;
@@ -141,6 +151,11 @@ impl Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Validate the configuration exactly as a start would (file,
+    /// environment, flags, the files it names) without starting anything;
+    /// print the effective configuration with secrets masked; exit 0 when
+    /// valid, 2 when not. For CI and configuration management.
+    CheckConfig(ConfigArgs),
     /// Run real ZooKeeper sessions that compete in elections and kill masters:
     /// a load generator for demos and benchmarks.
     Simulate(SimulateArgs),

@@ -12,12 +12,12 @@ use zk_election_exporter::{config, simulate};
 fn main() -> ExitCode {
     zk_election_exporter::os::cap_allocator_arenas();
     let cli = Cli::parse();
-    let wanted = cli.log_filter();
+    let wanted = cli.args.log_filter();
     let filter = tracing_subscriber::EnvFilter::try_new(&wanted).unwrap_or_else(|e| {
         eprintln!("zk-election-exporter: invalid --log filter `{wanted}`: {e}; using info");
         tracing_subscriber::EnvFilter::new("info")
     });
-    zk_election_exporter::logging::init(filter, &cli.log_format);
+    zk_election_exporter::logging::init(filter, &cli.args.log_format);
     if let Some((old, new)) = zk_election_exporter::os::raise_open_files_limit() {
         tracing::info!(
             soft = old,
@@ -34,12 +34,28 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Command::Simulate(ref args)) => runtime.block_on(simulate::run(args.clone())),
+        Some(Command::CheckConfig(ref args)) => check_config(args),
         None => runtime.block_on(run_exporter(&cli)),
     }
 }
 
+/// `check-config`: what a start would load, or why it would not start.
+fn check_config(args: &zk_election_exporter::cli::ConfigArgs) -> ExitCode {
+    match config::load(&args.overrides(), std::env::vars()) {
+        Ok(c) => {
+            println!("{}", config::summary(&c));
+            println!("configuration is valid");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("zk-election-exporter: configuration error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 async fn run_exporter(cli: &Cli) -> ExitCode {
-    let config = match config::load(&cli.overrides(), std::env::vars()) {
+    let config = match config::load(&cli.args.overrides(), std::env::vars()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("zk-election-exporter: configuration error: {e}");

@@ -391,3 +391,100 @@ async fn simulate_exclusive_elections_keep_only_the_master() {
     let _ = sim.kill();
     let _ = sim.wait();
 }
+
+#[test]
+fn service_link_variables_cannot_stop_the_agent() {
+    let exporter = Exporter::start_with(
+        "[[clusters]]\nservers = [\"127.0.0.1:1\"]\n",
+        &[],
+        &[
+            ("ZK_EXPORTER_SERVICE_HOST", "10.0.0.1"),
+            ("ZK_EXPORTER_SERVICE_PORT", "9141"),
+            ("ZK_EXPORTER_PORT", "tcp://10.0.0.1:9141"),
+            ("ZK_EXPORTER_PORT_9141_TCP_ADDR", "10.0.0.1"),
+            ("ZK_EXPORTER_PORT_9141_TCP_PROTO", "tcp"),
+        ],
+    );
+    let (status, _) = http_get(exporter.port, "/healthz").unwrap();
+    assert_eq!(status, 200, "running");
+    let log = exporter.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("ignoring ZK_EXPORTER_"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning: {log}");
+    assert!(
+        warnings[0].contains("ZK_EXPORTER_SERVICE_HOST")
+            && warnings[0].contains("ZK_EXPORTER_PORT_9141_TCP_ADDR")
+    );
+    assert!(!log.contains("10.0.0.1"), "values are never logged: {log}");
+}
+
+/// `check-config` with `args`; exit code, stdout, stderr.
+fn check_config(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .args(args)
+        .env_remove("ZK_EXPORTER_LOG")
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn check_config_validates_what_a_start_would_and_masks_secrets() {
+    let dir = temp_dir("check-config");
+    let credentials = dir.join("zk-credentials");
+    std::fs::write(&credentials, "agent:hunter2-secret\n").unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        format!(
+            "[[clusters]]\nname = \"prod\"\nservers = [\"zk1:2181\"]\nauth = {{ credentials_file = \"{}\" }}\n[[clusters.elections]]\npath = \"/bots/*\"\n",
+            credentials.display()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = check_config(&["--config", good.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("name = \"prod\"") && out.contains("path = \"/bots/*\""),
+        "{out}"
+    );
+    assert!(out.contains("configuration is valid"));
+    assert!(
+        !out.contains("hunter2") && !err.contains("hunter2"),
+        "secrets masked: {out}"
+    );
+    // Flags are checked with the file, as at a start.
+    let (code, _, err) = check_config(&[
+        "--config",
+        good.to_str().unwrap(),
+        "--web.listen-address",
+        "nowhere",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("web.listen_address"), "{err}");
+    // A file naming a missing credentials file.
+    let missing = dir.join("missing.toml");
+    std::fs::write(
+        &missing,
+        "[[clusters]]\nservers = [\"zk1:2181\"]\nauth = { credentials_file = \"/nonexistent/zk\" }\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_config(&["--config", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("clusters[0].auth.credentials_file: cannot read /nonexistent/zk"),
+        "{err}"
+    );
+    // A broken file.
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[[clusters]\n").unwrap();
+    assert_eq!(
+        check_config(&["--config", broken.to_str().unwrap()]).0,
+        Some(2)
+    );
+}

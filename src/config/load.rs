@@ -30,20 +30,17 @@ pub fn load(
         builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
     }
     let prefix = format!("{ENV_PREFIX}_");
-    let env: HashMap<String, String> = env
+    let (env, ignored): (HashMap<String, String>, HashMap<String, String>) = env
         .into_iter()
         .filter(|(k, _)| k.starts_with(&prefix) && !overrides.cli_env_vars.contains(k))
-        .collect();
-    // The config crate reads `[N]` in a key as an array index and would
-    // allocate up to N: only plain names reach it.
-    if let Some(bad) = env
-        .keys()
-        .find(|k| !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-    {
-        return Err(ConfigError::new(
-            bad.as_str(),
-            "is not a configuration variable: names are letters, digits and `_` (nesting with `__`)",
-        ));
+        .partition(|(k, _)| ENV_KEYS.contains(&k[prefix.len()..].to_ascii_lowercase().as_str()));
+    if !ignored.is_empty() {
+        let mut names: Vec<&str> = ignored.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        tracing::warn!(
+            variables = %names.join(", "),
+            "ignoring {ENV_PREFIX}_* variables that are not configuration keys (Kubernetes service links and Docker links set such names); docs/configuration.md lists the keys"
+        );
     }
     builder = builder.add_source(
         config::Environment::with_prefix(ENV_PREFIX)
@@ -91,6 +88,25 @@ pub fn load(
     }
     Ok(config)
 }
+
+/// The variable names (after `ZK_EXPORTER_`, lower-cased) that are
+/// configuration keys; any other `ZK_EXPORTER_*` variable is ignored with a
+/// warning, so a Kubernetes service named `zk-exporter`
+/// (`ZK_EXPORTER_SERVICE_HOST`, `ZK_EXPORTER_PORT`, ...) cannot stop the
+/// agent. Clusters are lists: they come from the file or the flags.
+pub const ENV_KEYS: &[&str] = &[
+    "web__listen_address",
+    "web__config_file",
+    "web__header_timeout",
+    "web__idle_timeout",
+    "web__write_timeout",
+    "web__max_connections",
+    "alerting__resend_interval",
+    "alerting__no_master_for",
+    "alerting__session_lost_for",
+    "alerting__generator_url",
+    "alerting__max_alerts",
+];
 
 /// The configuration in TOML `text` alone (no environment, no flags):
 /// what `--config` would give, for checks and fuzzing.

@@ -315,6 +315,7 @@ pub mod alerting;
 mod cluster;
 mod load;
 mod raw;
+mod summary;
 mod systems;
 #[cfg(test)]
 mod tests;
@@ -324,3 +325,4 @@ pub mod zktls;
 
 pub use cluster::system_trees;
 pub use load::{load, parse_toml};
+pub use summary::summary;

@@ -518,7 +518,26 @@ fn index_like_names_are_refused_not_allocated() {
         e.to_string().contains("unknown field `a[4444444444]`"),
         "{e}"
     );
-    let e = load_file(ok, &[("ZK_EXPORTER_A[4444444444]", "1")]).unwrap_err();
-    assert!(e.to_string().contains("ZK_EXPORTER_A[4444444444]"), "{e}");
+    // Not a configuration key: ignored (with a warning), never parsed.
+    assert!(load_file(ok, &[("ZK_EXPORTER_A[4444444444]", "1")]).is_ok());
     assert!(super::parse_toml(&format!("\"b[99999999999]\" = 2\n{ok}")).is_err());
+}
+
+/// Kubernetes service links for a service named `zk-exporter`: ignored; a
+/// variable that is a key and invalid is still an error naming it.
+#[test]
+fn service_link_variables_are_ignored_and_real_keys_still_checked() {
+    let ok = "[[clusters]]\nservers = [\"127.0.0.1:1\"]\n";
+    let links = [
+        ("ZK_EXPORTER_SERVICE_HOST", "10.0.0.1"),
+        ("ZK_EXPORTER_SERVICE_PORT", "9141"),
+        ("ZK_EXPORTER_PORT", "tcp://10.0.0.1:9141"),
+        ("ZK_EXPORTER_PORT_9141_TCP_ADDR", "10.0.0.1"),
+        ("ZK_EXPORTER_CLUSTERS__0__NAME", "x"),
+    ];
+    assert!(load_file(ok, &links).is_ok());
+    let c = load_file(ok, &[("ZK_EXPORTER_WEB__IDLE_TIMEOUT", "5s")]).unwrap();
+    assert_eq!(c.web.limits.idle_timeout, std::time::Duration::from_secs(5));
+    let e = load_file(ok, &[("ZK_EXPORTER_WEB__IDLE_TIMEOUT", "soon")]).unwrap_err();
+    assert_eq!(e.key, "web.idle_timeout", "{e}");
 }

@@ -1,0 +1,115 @@
+//! `check-config`'s account of the effective configuration: what a start
+//! would run with, TOML-shaped, secrets masked (credentials are named by
+//! where they came from, never shown).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::{AuthScheme, Config, WatchMode};
+
+fn d(t: Duration) -> String {
+    humantime::format_duration(t).to_string()
+}
+
+/// The effective configuration as text.
+pub fn summary(c: &Config) -> String {
+    let mut o = String::new();
+    let w = &c.web;
+    let _ = writeln!(o, "[web]\nlisten_address = \"{}\"", w.listen_address);
+    if let Some((path, loaded)) = &w.config_file {
+        let _ = writeln!(
+            o,
+            "config_file = \"{}\"  # tls = {}, basic_auth_users = {}, headers = {}",
+            path.display(),
+            loaded.config.tls.is_some(),
+            loaded.config.users.len(),
+            loaded.config.headers.len()
+        );
+    }
+    let l = &w.limits;
+    let _ = writeln!(
+        o,
+        "header_timeout = \"{}\"\nidle_timeout = \"{}\"\nwrite_timeout = \"{}\"\nmax_connections = {}",
+        d(l.header_timeout),
+        d(l.idle_timeout),
+        d(l.write_timeout),
+        l.max_connections
+    );
+    for cl in &c.clusters {
+        let _ = writeln!(
+            o,
+            "\n[[clusters]]\nname = \"{}\"\nservers = {:?}",
+            cl.name, cl.servers
+        );
+        if let Some(chroot) = &cl.chroot {
+            let _ = writeln!(o, "chroot = \"{chroot}\"");
+        }
+        let mode = match cl.watch_mode {
+            WatchMode::Auto => "auto",
+            WatchMode::Persistent => "persistent",
+            WatchMode::Oneshot => "oneshot",
+        };
+        let _ = writeln!(
+            o,
+            "session_timeout = \"{}\"\nwatch_mode = \"{mode}\"",
+            d(cl.session_timeout)
+        );
+        if let Some(a) = &cl.auth {
+            let scheme = match a.scheme {
+                AuthScheme::Digest => "digest",
+                AuthScheme::SaslDigestMd5 => "sasl",
+            };
+            let _ = writeln!(
+                o,
+                "auth = {{ scheme = \"{scheme}\", credentials = \"<redacted>\" }}  # from {}",
+                a.origin
+            );
+        }
+        if let Some(t) = &cl.tls {
+            let _ = writeln!(
+                o,
+                "tls = {{ ca_file = \"{}\", server_name = {:?} }}  # {t:?}",
+                t.ca_file.display(),
+                t.server_name
+            );
+        }
+        let f = &cl.four_letter_words;
+        let words: Vec<&str> = f.commands.iter().map(|c| c.name()).collect();
+        let _ = writeln!(
+            o,
+            "four_letter_words = {{ enabled = {}, commands = {words:?}, timeout = \"{}\" }}",
+            f.enabled,
+            d(f.timeout)
+        );
+        let _ = writeln!(
+            o,
+            "max_elections = {}\nevent_log_size = {}",
+            cl.limits.max_elections, cl.event_log_size
+        );
+        for e in &cl.elections {
+            let _ = writeln!(
+                o,
+                "[[clusters.elections]]\npath = \"{}\"",
+                e.pattern.as_str()
+            );
+        }
+        for g in &cl.groups {
+            let _ = writeln!(o, "[[clusters.groups]]\npath = \"{}\"", g.pattern.as_str());
+        }
+        for lk in &cl.locks {
+            let _ = writeln!(o, "[[clusters.locks]]\npath = \"{}\"", lk.pattern.as_str());
+        }
+    }
+    if let Some(a) = &c.alerting {
+        let urls: Vec<&str> = a.alertmanagers.iter().map(|t| t.url.as_str()).collect();
+        let _ = writeln!(
+            o,
+            "\n[alerting]\nalertmanagers = {urls:?}\nno_master_for = \"{}\"\nresend_interval = \"{}\"\nsession_lost_for = \"{}\"\nexternal_labels = {:?}",
+            d(a.no_master_for),
+            d(a.resend_interval),
+            d(a.session_lost_for),
+            a.external_labels
+        );
+    }
+    o
+}
