@@ -302,22 +302,6 @@ fn scale(zk: &ZkServer, n: usize, extra: &str) {
     let _ = sim.wait();
 }
 
-/// User plus system CPU of `pid` so far, in clock ticks (10 ms).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces): utime is the
-    // 14th field, stime the 15th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let at = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    at(11) + at(12)
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -362,7 +346,7 @@ fn ensemble_scrapes() {
         let exporter = exporter_for(&servers, commands);
         let (mut raw, mut minimal, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
         let mut series = 0;
-        let cpu_before = cpu_ticks(exporter.pid());
+        let cpu_before = cpu_seconds(exporter.pid());
         let rounds = 300;
         for _ in 0..rounds {
             let t = Instant::now();
@@ -387,7 +371,7 @@ fn ensemble_scrapes() {
                 .filter(|l| l.first() == Some(&b'z'))
                 .count();
         }
-        let cpu = (cpu_ticks(exporter.pid()) - cpu_before) as f64 * 10.0 / f64::from(rounds);
+        let cpu = (cpu_seconds(exporter.pid()) - cpu_before) * 1000.0 / f64::from(rounds);
         let (raw, minimal, scrape) = (median(raw), median(minimal), median(scrape));
         println!(
             "(d) {what} ({series} series), every scrape a fresh collection: raw mntr round trip median {raw:.2?}; minimal parallel mntr+srvr client to the 3 members {minimal:.2?}; GET /metrics median {scrape:.2?}; ratio {:.2} to one mntr, {:.2} to the minimal client; exporter CPU {cpu:.2} ms per scrape",

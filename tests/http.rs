@@ -127,12 +127,7 @@ async fn gzip_when_asked_and_nosniff_everywhere() {
 fn the_soft_limit_of_open_files_is_raised_at_start() {
     let port = free_port();
     let exporter = Exporter::spawn_with(
-        &args(&[
-            "--zk",
-            "127.0.0.1:1",
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-        ]),
+        &offline_args(port, &[]),
         &[],
         port,
         Some(FdLimit::Soft(128)),
@@ -193,13 +188,7 @@ fn idle_sockets_cannot_lock_a_scraper_out() {
     let port = free_port();
     // 256 descriptors, soft and hard: the exporter cannot raise it.
     let exporter = Exporter::spawn_with(
-        &args(&[
-            "--zk",
-            "127.0.0.1:1",
-            "--no-four-letter-words",
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-        ]),
+        &offline_args(port, &[]),
         &[],
         port,
         Some(FdLimit::Both(256)),

@@ -78,15 +78,7 @@ fn tls_client_certificates_basic_auth_and_a_rotated_certificate() {
     let ca = servers.cert_file.clone();
     let good = prometheus_cert.clone();
     let exporter = Exporter::launch(
-        &args(&[
-            "--zk",
-            "127.0.0.1:1",
-            "--no-four-letter-words",
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-            "--web.config.file",
-            &web.display().to_string(),
-        ]),
+        &offline_args(port, &["--web.config.file", &web.display().to_string()]),
         &[],
         port,
         None,
@@ -219,15 +211,7 @@ fn a_broken_edit_keeps_the_config_in_force_and_is_counted() {
     std::fs::write(&web, format!("basic_auth_users:\n  prometheus: '{HASH}'\n")).unwrap();
     let port = free_port();
     let exporter = Exporter::spawn(
-        &args(&[
-            "--zk",
-            "127.0.0.1:1",
-            "--no-four-letter-words",
-            "--web.listen-address",
-            &format!("127.0.0.1:{port}"),
-            "--web.config.file",
-            &web.display().to_string(),
-        ]),
+        &offline_args(port, &["--web.config.file", &web.display().to_string()]),
         &[],
         port,
     );

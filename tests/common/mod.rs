@@ -757,6 +757,38 @@ impl Drop for Exporter {
 }
 
 /// Owned command-line arguments.
+/// User plus system CPU time `pid` has used so far, in seconds
+/// (`/proc/PID/stat`, clock ticks as the kernel counts them).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the
+    // 14th field, stime the 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / per_second as f64
+}
+
+/// Arguments of an exporter with no reachable ZooKeeper (its HTTP side is
+/// what the test is about) listening on `port`, then `extra`.
+pub fn offline_args(port: u16, extra: &[&str]) -> Vec<String> {
+    let listen = format!("127.0.0.1:{port}");
+    let mut all = vec![
+        "--zk",
+        "127.0.0.1:1",
+        "--no-four-letter-words",
+        "--web.listen-address",
+        &listen,
+    ];
+    all.extend_from_slice(extra);
+    args(&all)
+}
+
 pub fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
