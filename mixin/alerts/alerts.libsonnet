@@ -1,0 +1,173 @@
+// The alert rules: prometheusAlerts. Expressions aggregate by what an
+// alert is about (cluster, server, election, group, lock), so several agent
+// replicas scraping one ensemble raise one alert, with the same identifying
+// labels as the agent's own pushed alerts (Alertmanager deduplicates them).
+local util = import '../lib/util.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+
+    // Parameters an alert's text and expression are formatted with: the
+    // selector, its entry in _config.alerts, and readable forms of both.
+    local params(name) =
+      local a = c.alerts[name];
+      { selector: c.selector } + a
+      + (if a['for'] != null then { forText: util.human(a['for']) } else {})
+      + (if std.objectHas(a, 'window') then { windowText: util.human(a.window) } else {})
+      + (if std.objectHas(a, 'switches') then { over: a.switches - 1 } else {})
+      + (if std.objectHas(a, 'changes') then { over: a.changes - 1 } else {})
+      + (if std.objectHas(a, 'counter') then { percent: std.floor(a.counter / 4294967296 * 100 + 0.5) } else {})
+      + (if std.objectHas(a, 'ratio') then {
+           ratioText: if a.ratio == 0.5 then 'half' else '%d%%' % std.floor(a.ratio * 100 + 0.5),
+           dropText: if a.ratio == 0.5 then 'by half' else 'below %d%%' % std.floor(a.ratio * 100 + 0.5),
+         } else {}),
+
+    local alert(name, severity, expr, summary, description) =
+      local p = params(name);
+      {
+        alert: name,
+        expr: expr % p,
+        [if p['for'] != null then 'for']: p['for'],
+        labels: { severity: severity },
+        annotations: {
+          summary: summary % p,
+          description: description % p,
+          runbook_url: '%s#%s' % [c.runbookURL, std.asciiLower(name)],
+        },
+      },
+
+    groups+: [
+        {
+          name: 'zookeeper-ensemble',
+          rules: [
+            alert('ZooKeeperServerDown', 'critical', 'max by (cluster, server) (zookeeper_up{%(selector)s}) == 0',
+                  'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} is down',
+                  '{{ $labels.server }} in cluster {{ $labels.cluster }} has answered neither mntr nor srvr for over %(forText)s.'),
+            alert('ZooKeeperNotServing', 'critical', 'max by (cluster, server) (increase(zookeeper_fourlw_errors_total{%(selector)s,reason="not_serving"}[2m])) > 0 or max by (cluster, server) (zookeeper_ruok{%(selector)s}) == 0',
+                  'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} is not serving',
+                  '{{ $labels.server }} in cluster {{ $labels.cluster }} is up but does not serve clients (no quorum, or ruok did not answer imok).'),
+            alert('ZooKeeperQuorumLost', 'critical', '(max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) + (max by (cluster) (zookeeper_ensemble_servers_unverified{%(selector)s}) or max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) * 0)) < floor(max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) / 2) + 1 and max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) > 1',
+                  'ZooKeeper ensemble {{ $labels.cluster }} has lost its quorum',
+                  'Only {{ $value }} members of {{ $labels.cluster }} answer: fewer than a majority, so the ensemble serves no writes and no sessions.'),
+            alert('ZooKeeperQuorumAtRisk', 'warning', '(max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) + (max by (cluster) (zookeeper_ensemble_servers_unverified{%(selector)s}) or max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) * 0)) == floor(max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) / 2) + 1 and max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) > 1',
+                  'ZooKeeper ensemble {{ $labels.cluster }} is one failure away from losing quorum',
+                  '{{ $value }} members of {{ $labels.cluster }} answer, exactly a majority: one more failure stops the ensemble.'),
+            alert('ZooKeeperNoLeader', 'critical', 'max by (cluster) (zookeeper_ensemble_leaders{%(selector)s}) == 0 and max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) > 1',
+                  'ZooKeeper ensemble {{ $labels.cluster }} has no leader',
+                  'No member of {{ $labels.cluster }} reports itself leader: no quorum, or a leader election that does not finish.'),
+            alert('ZooKeeperMultipleLeaders', 'critical', 'max by (cluster) (zookeeper_ensemble_leaders{%(selector)s}) > 1',
+                  'ZooKeeper ensemble {{ $labels.cluster }} reports {{ $value }} leaders',
+                  '{{ $value }} members of {{ $labels.cluster }} each report themselves leader: a split ensemble or a stale member.'),
+            alert('ZooKeeperHighLatency', 'warning', 'max by (cluster, server) (zookeeper_latency_avg{%(selector)s}) > %(latencyMs)s',
+                  'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} answers slowly',
+                  'Average request latency of {{ $labels.server }} ({{ $labels.cluster }}) is {{ $value }} ms, over %(latencyMs)s ms for %(forText)s.'),
+            alert('ZooKeeperOutstandingRequests', 'warning', 'max by (cluster, server) (zookeeper_outstanding_requests{%(selector)s}) > %(requests)s',
+                  'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} queues requests',
+                  '{{ $labels.server }} ({{ $labels.cluster }}) has had {{ $value }} outstanding requests, over %(requests)s for %(forText)s: it cannot keep up.'),
+            alert('ZooKeeperFileDescriptorsNearLimit', 'warning', 'max by (cluster, server) (zookeeper_open_file_descriptor_count{%(selector)s} / zookeeper_max_file_descriptor_count{%(selector)s}) > %(ratio)s',
+                  'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} is running out of file descriptors',
+                  '{{ $labels.server }} ({{ $labels.cluster }}) uses {{ $value | humanizePercentage }} of its file descriptors.'),
+            alert('ZooKeeperZxidCounterNearWrap', 'warning', 'max by (cluster, server) (zookeeper_zxid_counter{%(selector)s}) > %(counter)s',
+                  'ZooKeeper zxid counter of {{ $labels.cluster }} nears its 32-bit limit',
+                  'The zxid counter of {{ $labels.server }} ({{ $labels.cluster }}) passed %(percent)s%% of 2^32; when it wraps the ensemble forces a leader election.'),
+            alert('ZooKeeperMemberLagging', 'warning', 'min by (cluster) (zookeeper_ensemble_zxid_spread{%(selector)s}) > %(transactions)s',
+                  'A member of ZooKeeper ensemble {{ $labels.cluster }} lags behind',
+                  'The slowest current member of {{ $labels.cluster }} is {{ $value }} transactions behind the fastest.'),
+            alert('ZooKeeperEphemeralsDrop', 'warning', 'max by (cluster) (zookeeper_ephemerals_count{%(selector)s}) < %(ratio)s * max by (cluster) (zookeeper_ephemerals_count{%(selector)s} offset %(window)s) and max by (cluster) (zookeeper_ephemerals_count{%(selector)s} offset %(window)s) > %(min)s',
+                  'Ephemeral nodes of {{ $labels.cluster }} dropped %(dropText)s',
+                  '{{ $labels.cluster }} holds {{ $value }} ephemeral nodes, less than %(ratioText)s of %(windowText)s ago: many sessions expired at once.'),
+            alert('ZooKeeperTLSHandshakeFailing', 'warning', 'max by (cluster, server) (increase(zookeeper_fourlw_errors_total{%(selector)s,reason="tls"}[5m])) > 0',
+                  'TLS handshakes with ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} fail',
+                  'The agent cannot verify {{ $labels.server }} ({{ $labels.cluster }}) over TLS: its certificate is not signed by tls.ca_file, has expired or lacks the name dialled, or it refuses the agent\'s client certificate. Its state is unknown (zookeeper_up is absent), not down.'),
+            alert('ZooKeeperFourLetterWordsDenied', 'info', 'max by (cluster, server, command) (increase(zookeeper_fourlw_errors_total{%(selector)s,reason="not_allowed"}[10m])) > 0',
+                  'Four-letter word {{ $labels.command }} is refused by {{ $labels.server }}',
+                  '{{ $labels.server }} ({{ $labels.cluster }}) refuses {{ $labels.command }}: add it to 4lw.commands.whitelist or set four_letter_words.admin_url.'),
+          ],
+        },
+        {
+          name: 'zookeeper-elections',
+          rules: [
+            alert('ZooKeeperElectionNoMaster', 'critical', 'max by (cluster, election) (zookeeper_election_has_master{%(selector)s}) == 0 unless on (cluster, election) max by (cluster, election) (zookeeper_election_discovered{%(selector)s})',
+                  'Election {{ $labels.election }} of {{ $labels.cluster }} has no master',
+                  'No candidate holds {{ $labels.election }} in {{ $labels.cluster }}: nobody drives it until an instance joins.'),
+            alert('ZooKeeperDiscoveredElectionNoMaster', 'warning', 'max by (cluster, election) (zookeeper_election_has_master{%(selector)s}) == 0 and on (cluster, election) max by (cluster, election) (zookeeper_election_discovered{%(selector)s})',
+                  'Discovered election {{ $labels.election }} of {{ $labels.cluster }} has no master',
+                  'No candidate holds {{ $labels.election }} in {{ $labels.cluster }}, a tree discovery took for an election; configure it to page on it, or exclude it from discovery.'),
+            alert('ZooKeeperElectionMasterFlapping', 'warning', 'max by (cluster, election) (increase(zookeeper_election_master_changes_total{%(selector)s}[%(window)s])) >= %(switches)s',
+                  'Mastership of {{ $labels.election }} ({{ $labels.cluster }}) flaps',
+                  '{{ $labels.election }} in {{ $labels.cluster }} switched master more than %(over)s times in %(windowText)s: sessions keep expiring or instances keep restarting.'),
+            alert('ZooKeeperElectionGhostMaster', 'warning', 'min by (cluster, election) (zookeeper_election_master_session_connected{%(selector)s}) == 0',
+                  'Master of {{ $labels.election }} ({{ $labels.cluster }}) is a ghost',
+                  'The session holding {{ $labels.election }} in {{ $labels.cluster }} has no connection or has gone silent; its node, and so its mastership, lasts until the session expires.'),
+            alert('ZooKeeperElectionDuplicateIdentity', 'warning', 'max by (cluster, election) (zookeeper_election_duplicate_identities{%(selector)s}) > 0',
+                  'The same identity is registered twice in {{ $labels.election }} ({{ $labels.cluster }})',
+                  '{{ $value }} candidates of {{ $labels.election }} in {{ $labels.cluster }} share an identity with another: usually a zombie session of a restarted instance.'),
+            alert('ZooKeeperElectionNoStandby', 'warning', 'max by (cluster, election) (zookeeper_election_candidates{%(selector)s}) < on (cluster, election) max by (cluster, election) (zookeeper_election_min_candidates{%(selector)s})',
+                  'Election {{ $labels.election }} ({{ $labels.cluster }}) has no standby',
+                  'Only {{ $value }} candidates compete for {{ $labels.election }} in {{ $labels.cluster }}, fewer than its min_candidates: if the master dies, nobody may take over.'),
+            alert('ZooKeeperElectionEpochRegression', 'critical', 'max by (cluster, election) (increase(zookeeper_election_epoch_regressions_total{%(selector)s}[10m])) > 0',
+                  'The fencing epoch of {{ $labels.election }} ({{ $labels.cluster }}) went backwards',
+                  'The epoch of {{ $labels.election }} in {{ $labels.cluster }} was written lower than before: a master with a stale epoch is acting, and fencing is not protecting the system.'),
+            alert('ZooKeeperElectionRecordDisagrees', 'warning', 'min by (cluster, election) (zookeeper_election_record_agrees{%(selector)s}) == 0',
+                  'The master record of {{ $labels.election }} ({{ $labels.cluster }}) names another master',
+                  'The node where {{ $labels.election }} in {{ $labels.cluster }} records its active master has named someone other than the lock\'s owner for %(forText)s: the new master has not taken over its duties, or fencing of the old one failed.'),
+            alert('ZooKeeperElectionHerdEffect', 'info', '(max by (cluster, election) (zookeeper_election_parent_watchers{%(selector)s}) >= on (cluster, election) max by (cluster, election) (zookeeper_election_candidates{%(selector)s})) and on (cluster, election) (max by (cluster, election) (zookeeper_election_candidates{%(selector)s}) > %(candidates)s)',
+                  'Candidates of {{ $labels.election }} ({{ $labels.cluster }}) all watch the election node',
+                  '{{ $value }} sessions watch {{ $labels.election }} itself in {{ $labels.cluster }}: every change wakes every candidate (herd effect); candidates should watch their predecessor.'),
+            alert('ZooKeeperElectionsMasterlessBeyondCap', 'critical', '(sum by (cluster) (max by (cluster, tree) (zookeeper_tree_elections{%(selector)s,state="masterless"}) * on (cluster, tree) max by (cluster, tree) (zookeeper_tree_info{%(selector)s,source!="discovered"})) > 0) and on (cluster) (sum by (cluster) (max by (cluster, tree, state) (zookeeper_tree_elections{%(selector)s,state!="ok"})) > on (cluster) max by (cluster) (zookeeper_exporter_elections_exported{%(selector)s}))',
+                  '{{ $value }} elections of {{ $labels.cluster }} have no master, and not all have series',
+                  'More elections of {{ $labels.cluster }} need attention than max_elections exports: some masterless ones have no series, so ZooKeeperElectionNoMaster cannot name them. Look them up with /api/v1/elections/PATH, or raise max_elections.'),
+            alert('ZooKeeperElectionsNeedAttentionBeyondCap', 'warning', 'sum by (cluster) (max by (cluster, tree, state) (zookeeper_tree_elections{%(selector)s,state!="ok"})) > on (cluster) max by (cluster) (zookeeper_exporter_elections_exported{%(selector)s})',
+                  '{{ $value }} elections of {{ $labels.cluster }} need attention, more than max_elections exports',
+                  '{{ $labels.cluster }} has more elections that are masterless, ghost, duplicate, flapping or short of standbys than it exports per-election series for; the per-election alerts cannot see the rest. zookeeper_tree_elections counts them by tree and state.'),
+            alert('ZooKeeperElectionSlowFailover', 'warning', 'histogram_quantile(0.9, sum by (cluster, le) (rate(zookeeper_probe_failover_seconds_bucket{%(selector)s}[%(window)s]))) > %(seconds)s',
+                  'Failover in {{ $labels.cluster }} is slow',
+                  'The failover canary of {{ $labels.cluster }} needs {{ $value | humanizeDuration }} (90th percentile) for a standby to take over a closed master.'),
+          ],
+        },
+        {
+          name: 'zookeeper-groups',
+          rules: [
+            alert('ZooKeeperGroupBelowMinimum', 'critical', 'max by (cluster, group) (zookeeper_group_members{%(selector)s}) < on (cluster, group) max by (cluster, group) (zookeeper_group_min_members{%(selector)s})',
+                  'Group {{ $labels.group }} ({{ $labels.cluster }}) is below its minimum',
+                  '{{ $labels.group }} in {{ $labels.cluster }} has {{ $value }} live members, fewer than its configured minimum.'),
+            alert('ZooKeeperGroupEmpty', 'critical', 'max by (cluster, group) (zookeeper_group_members{%(selector)s}) == 0 unless on (cluster, group) max by (cluster, group) (zookeeper_group_discovered{%(selector)s})',
+                  'Group {{ $labels.group }} ({{ $labels.cluster }}) has no live member',
+                  'No instance of {{ $labels.group }} in {{ $labels.cluster }} is registered: the service is gone.'),
+            alert('ZooKeeperGroupChurn', 'warning', 'sum by (cluster, group) (max by (cluster, group, change) (increase(zookeeper_group_member_changes_total{%(selector)s}[%(window)s]))) >= %(changes)s',
+                  'Members of {{ $labels.group }} ({{ $labels.cluster }}) churn',
+                  'More than %(over)s joins and leaves in %(windowText)s in {{ $labels.group }} ({{ $labels.cluster }}): instances crash-loop or flap.'),
+          ],
+        },
+        {
+          name: 'zookeeper-locks',
+          rules: [
+            alert('ZooKeeperLockHeldTooLong', 'warning', 'max by (cluster, lock) (zookeeper_lock_hold_seconds{%(selector)s}) > on (cluster, lock) max by (cluster, lock) (zookeeper_lock_max_hold_seconds{%(selector)s})',
+                  'Lock {{ $labels.lock }} ({{ $labels.cluster }}) is held too long',
+                  'The holder of {{ $labels.lock }} in {{ $labels.cluster }} has held it for {{ $value | humanizeDuration }}, longer than its max_hold: it may be stuck while others wait.'),
+            alert('ZooKeeperLockWaitersPilingUp', 'warning', 'max by (cluster, lock) (min_over_time(zookeeper_lock_waiters{%(selector)s}[%(window)s])) > %(waiters)s',
+                  'Waiters pile up on lock {{ $labels.lock }} ({{ $labels.cluster }})',
+                  'More than %(waiters)s contenders have waited for {{ $labels.lock }} in {{ $labels.cluster }} for %(windowText)s ({{ $value }} now): the lock is a bottleneck or its holder is stuck.'),
+          ],
+        },
+        {
+          name: 'zookeeper-exporter',
+          rules: [
+            alert('ZooKeeperExporterSessionDown', 'critical', 'max by (cluster) (zookeeper_session_state{%(selector)s,state=~"connected|read_only"}) == 0',
+                  'zk-election-exporter has no ZooKeeper session to {{ $labels.cluster }}',
+                  'The exporter\'s session to {{ $labels.cluster }} has not been connected for %(forText)s: election metrics are stale or missing.'),
+            alert('ZooKeeperExporterTreeNotSynced', 'warning', 'min by (cluster, tree, instance) (zookeeper_tree_synced{%(selector)s}) == 0',
+                  'Tree {{ $labels.tree }} of {{ $labels.cluster }} is not synced',
+                  'zk-election-exporter could not watch and list {{ $labels.tree }} in {{ $labels.cluster }} for %(forText)s; its election values are stale (see /ready for why).'),
+            alert('ZooKeeperExporterSessionExpired', 'warning', 'max by (cluster, instance) (increase(zookeeper_session_expirations_total{%(selector)s}[10m])) > 0',
+                  'zk-election-exporter\'s session to {{ $labels.cluster }} expired',
+                  'The exporter lost its session to {{ $labels.cluster }} and rebuilt it; switches during the outage were counted at resync.'),
+            alert('ZooKeeperExporterDown', 'critical', 'up{%(selector)s} == 0 or absent(up{%(selector)s})',
+                  'zk-election-exporter is down',
+                  'Prometheus cannot scrape zk-election-exporter {{ $labels.instance }}: no election or ensemble metrics.'),
+          ],
+        },
+    ],
+  },
+}

@@ -1,0 +1,76 @@
+// Everything a user tunes. Override with
+//   (import 'mixin.libsonnet') + { _config+:: { selector: 'job="zk"' } }
+// and regenerate; docs/alerts.md lists every key.
+{
+  _config+:: {
+    // Selects this exporter's series in every alert, recording rule and
+    // dashboard query. `up` is shared by every scrape job, so
+    // ZooKeeperExporterDown only works when this names yours.
+    selector: 'job="zk-election-exporter"',
+
+    // Where docs/runbooks.md is published; each alert links to
+    // <runbookURL>#<alertname in lower case>.
+    runbookURL: 'docs/runbooks.md',
+
+    // Per alert: `for` (how long the condition must hold before it fires;
+    // null for alerts that judge a window instead) and thresholds. Text in
+    // summaries and descriptions follows these values.
+    alerts: {
+      ZooKeeperServerDown: { 'for': '1m' },
+      ZooKeeperNotServing: { 'for': '1m' },
+      ZooKeeperQuorumLost: { 'for': '30s' },
+      ZooKeeperQuorumAtRisk: { 'for': '1m' },
+      ZooKeeperNoLeader: { 'for': '1m' },
+      ZooKeeperMultipleLeaders: { 'for': '1m' },
+      ZooKeeperHighLatency: { 'for': '5m', latencyMs: 100 },
+      ZooKeeperOutstandingRequests: { 'for': '5m', requests: 10 },
+      ZooKeeperFileDescriptorsNearLimit: { 'for': '5m', ratio: 0.85 },
+      // 90% of 2^32: when the low 32 bits wrap, the ensemble forces an election.
+      ZooKeeperZxidCounterNearWrap: { 'for': '5m', counter: 3865470566 },
+      ZooKeeperMemberLagging: { 'for': '2m', transactions: 1000 },
+      // Fires when ephemerals fall below `ratio` of `window` ago (at least `min` then).
+      ZooKeeperEphemeralsDrop: { 'for': null, ratio: 0.5, window: '5m', min: 10 },
+      ZooKeeperTLSHandshakeFailing: { 'for': '5m' },
+      ZooKeeperFourLetterWordsDenied: { 'for': '5m' },
+      ZooKeeperElectionNoMaster: { 'for': '1m' },
+      ZooKeeperDiscoveredElectionNoMaster: { 'for': '5m' },
+      // `switches` or more master switches within `window`.
+      ZooKeeperElectionMasterFlapping: { 'for': null, switches: 4, window: '10m' },
+      ZooKeeperElectionGhostMaster: { 'for': '30s' },
+      ZooKeeperElectionDuplicateIdentity: { 'for': '5m' },
+      ZooKeeperElectionNoStandby: { 'for': '15m' },
+      ZooKeeperElectionEpochRegression: { 'for': null },
+      ZooKeeperElectionRecordDisagrees: { 'for': '5m' },
+      // Only elections with more than `candidates` candidates.
+      ZooKeeperElectionHerdEffect: { 'for': '15m', candidates: 2 },
+      ZooKeeperElectionsMasterlessBeyondCap: { 'for': '1m' },
+      ZooKeeperElectionsNeedAttentionBeyondCap: { 'for': '5m' },
+      // 90th percentile of the failover canary, over `window`.
+      ZooKeeperElectionSlowFailover: { 'for': '15m', seconds: 1, window: '15m' },
+      ZooKeeperGroupBelowMinimum: { 'for': '2m' },
+      ZooKeeperGroupEmpty: { 'for': '2m' },
+      // `changes` or more joins and leaves within `window`.
+      ZooKeeperGroupChurn: { 'for': null, changes: 21, window: '10m' },
+      ZooKeeperLockHeldTooLong: { 'for': '1m' },
+      // More than `waiters` contenders for the whole `window`.
+      ZooKeeperLockWaitersPilingUp: { 'for': null, waiters: 10, window: '10m' },
+      ZooKeeperExporterSessionDown: { 'for': '2m' },
+      ZooKeeperExporterTreeNotSynced: { 'for': '5m' },
+      ZooKeeperExporterSessionExpired: { 'for': null },
+      ZooKeeperExporterDown: { 'for': '2m' },
+    },
+
+    dashboards: {
+      // Grafana refresh interval and default time range.
+      refresh: '30s',
+      from: 'now-6h',
+      timezone: 'browser',
+      tags: ['zookeeper', 'zk-election-exporter'],
+      // The `datasource` variable lists data sources of this type whose
+      // name matches `datasourceRegex` ('' = all).
+      datasourceRegex: '',
+      // Dashboard uids are <uidPrefix><name>.
+      uidPrefix: 'zkee-',
+    },
+  },
+}

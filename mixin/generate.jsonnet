@@ -1,0 +1,34 @@
+// The mixin's committed output, one entry per file (paths from the
+// repository root). scripts/generate.sh writes them; tests/mixin.rs fails
+// when a committed file differs from a fresh generation.
+local mixin = import 'mixin.libsonnet';
+local util = import 'lib/util.libsonnet';
+
+local groups = mixin.prometheusAlerts.groups + mixin.prometheusRules.groups;
+local header = |||
+  # Generated from mixin/ by scripts/generate.sh: do not edit. Tune thresholds,
+  # `for:` durations, the job selector and the runbook URL in
+  # mixin/config.libsonnet, or override _config when importing the mixin
+  # (docs/alerts.md), then regenerate.
+|||;
+
+{
+  'alerts/zookeeper.rules.yml': header + util.yaml({ groups: groups }),
+
+  // The same groups for the Prometheus Operator.
+  'deploy/kubernetes/prometheusrule.yaml': header + util.yaml({
+    apiVersion: 'monitoring.coreos.com/v1',
+    kind: 'PrometheusRule',
+    metadata: {
+      name: 'zk-election-exporter',
+      labels: {
+        'app.kubernetes.io/name': 'zk-election-exporter',
+        'app.kubernetes.io/component': 'alerting',
+      },
+    },
+    spec: { groups: groups },
+  }),
+} + {
+  ['dashboards/' + name]: std.manifestJsonEx(mixin.grafanaDashboards[name], '  ') + '\n'
+  for name in std.objectFields(mixin.grafanaDashboards)
+}

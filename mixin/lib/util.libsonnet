@@ -1,0 +1,88 @@
+// Helpers of the mixin: readable durations for alert text, and a YAML
+// writer whose key order reads like a hand-written rules file (std's
+// manifestYamlDoc sorts keys and, in jsonnet 0.18, quotes them).
+local order = [
+  'apiVersion', 'kind', 'metadata', 'spec',
+  'name', 'namespace', 'groups', 'interval',
+  'rules', 'record', 'alert', 'expr', 'for', 'labels', 'annotations',
+  'summary', 'description', 'runbook_url',
+];
+
+local rank(key) =
+  local found = std.find(key, order);
+  if std.length(found) > 0 then found[0] else std.length(order);
+
+// Character sets as objects: a field lookup per character (std.findSubstr
+// per character made a rules file take minutes in jsonnet 0.18).
+local set(chars) = { [c]: true for c in std.stringChars(chars) };
+local letters = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+local keyChars = set(letters + '0123456789_./-');
+local wordChars = set(letters + '0123456789_.-');
+local digits = set('0123456789');
+local only(s, chars) = std.length([c for c in std.stringChars(s) if !std.objectHas(chars, c)]) == 0;
+
+local plainKey(key) = std.length(key) > 0 && only(key, keyChars);
+
+// A short word YAML reads back as the same string (not a bool, null or number).
+local plainWord(s) =
+  std.length(s) > 0 && std.length(s) <= 64 &&
+  std.objectHas(set(letters), s[0]) && only(s, wordChars) &&
+  !std.member(['true', 'false', 'yes', 'no', 'on', 'off', 'null', 'y', 'n'], std.asciiLower(s));
+
+// A Prometheus duration such as 30s or 15m.
+local duration(s) =
+  std.length(s) > 1 && std.length(s) <= 8 &&
+  std.objectHas(set('smhdwy'), s[std.length(s) - 1]) &&
+  only(s[:std.length(s) - 1], digits);
+
+// A double-quoted YAML (and JSON) string. Only backslash, quote, newline and
+// tab occur in the mixin's text; std.escapeStringJson is slow in 0.18.
+local quoted(s) =
+  '"' + std.strReplace(std.strReplace(std.strReplace(std.strReplace(
+    s, '\\', '\\\\'), '"', '\\"'), '\n', '\\n'), '\t', '\\t') + '"';
+
+local scalar(v) =
+  if std.isString(v) then (if plainWord(v) || duration(v) then v else quoted(v))
+  else if std.isBoolean(v) then (if v then 'true' else 'false')
+  else if v == null then 'null'
+  else std.toString(v);
+
+local isEmpty(v) = (std.isObject(v) || std.isArray(v)) && std.length(v) == 0;
+
+local keys(o) = std.sort(std.objectFields(o), function(k) '%03d%s' % [rank(k), k]);
+
+local lines(v, indent) =
+  local pad = std.repeat(' ', indent);
+  if std.isObject(v) then
+    std.flattenArrays([
+      local k = if plainKey(key) then key else quoted(key);
+      local x = v[key];
+      if isEmpty(x) then ['%s%s: %s' % [pad, k, if std.isArray(x) then '[]' else '{}']]
+      else if std.isObject(x) then ['%s%s:' % [pad, k]] + lines(x, indent + 2)
+      else if std.isArray(x) then ['%s%s:' % [pad, k]] + lines(x, indent + 2)
+      else ['%s%s: %s' % [pad, k, scalar(x)]]
+      for key in keys(v)
+    ])
+  else if std.isArray(v) then
+    std.flattenArrays([
+      if isEmpty(item) || !(std.isObject(item) || std.isArray(item)) then
+        ['%s- %s' % [pad, if isEmpty(item) then (if std.isArray(item) then '[]' else '{}') else scalar(item)]]
+      else
+        local inner = lines(item, indent + 2);
+        ['%s- %s' % [pad, std.lstripChars(inner[0], ' ')]] + inner[1:]
+      for item in v
+    ])
+  else [pad + scalar(v)];
+
+{
+  // '30s' -> '30 seconds', '1m' -> 'a minute', '15m' -> '15 minutes', '1h' -> 'an hour'.
+  human(d)::
+    local unit = d[std.length(d) - 1];
+    local n = std.parseInt(d[:std.length(d) - 1]);
+    local name = { s: 'second', m: 'minute', h: 'hour', d: 'day' }[unit];
+    if n == 1 then (if unit == 'h' then 'an ' else 'a ') + name
+    else '%d %ss' % [n, name],
+
+  // A YAML document (no leading ---) ending in a newline.
+  yaml(v):: std.join('\n', lines(v, 0)) + '\n',
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Regenerates the mixin's committed output from mixin/ (Debian's jsonnet):
+# alerts/zookeeper.rules.yml, dashboards/*.json and
+# deploy/kubernetes/prometheusrule.yaml.
+#   scripts/generate.sh           rewrite the files
+#   scripts/generate.sh --check   fail, naming them, if they differ
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v jsonnet >/dev/null || { echo "jsonnet is missing: apt-get install jsonnet" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes"
+files=$(jsonnet -J mixin -S -m "$out" mixin/generate.jsonnet)
+status=0
+for file in $files; do
+  relative=${file#"$out"/}
+  if [ "${1:-}" = --check ]; then
+    cmp -s "$file" "$relative" || { echo "differs from a fresh generation: $relative" >&2; status=1; }
+  else
+    cp "$file" "$relative"
+  fi
+done
+exit "$status"

@@ -1,0 +1,238 @@
+//! The monitoring mixin (mixin/, Debian's jsonnet) is the source of the alert
+//! rules, the recording rules, the dashboards and the PrometheusRule: the
+//! committed files are exactly its output, and `_config` really tunes them.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use yaml_rust2::{Yaml, YamlLoader};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Runs jsonnet with the mixin on the library path; its standard output.
+fn jsonnet(args: &[&str]) -> String {
+    let out = Command::new("jsonnet")
+        .args(["-J", "mixin"])
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("jsonnet (Debian package jsonnet) must be installed");
+    assert!(
+        out.status.success(),
+        "jsonnet {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The mixin with `_config` overridden by `patch` (jsonnet object fields).
+fn mixin_with(patch: &str, field: &str) -> Value {
+    let code = format!("((import 'mixin.libsonnet') + {{ _config+:: {{ {patch} }} }}).{field}");
+    serde_json::from_str(&jsonnet(&["-e", &code])).unwrap()
+}
+
+#[test]
+fn committed_files_are_the_mixins_output() {
+    let dir = std::env::temp_dir().join(format!("zkee-mixin-{}", std::process::id()));
+    for sub in ["alerts", "dashboards", "deploy/kubernetes"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    let listed = jsonnet(&["-S", "-m", dir.to_str().unwrap(), "mixin/generate.jsonnet"]);
+    let mut names = BTreeSet::new();
+    let mut stale = Vec::new();
+    for path in listed.lines() {
+        let relative = Path::new(path).strip_prefix(&dir).unwrap();
+        names.insert(relative.to_str().unwrap().to_owned());
+        let fresh = std::fs::read(path).unwrap();
+        let committed = std::fs::read(Path::new(ROOT).join(relative)).unwrap_or_default();
+        if fresh != committed {
+            stale.push(relative.display().to_string());
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        stale.is_empty(),
+        "differ from a fresh generation (run scripts/generate.sh): {stale:?}"
+    );
+    let expected: BTreeSet<String> = [
+        "alerts/zookeeper.rules.yml",
+        "dashboards/zookeeper-elections.json",
+        "dashboards/zookeeper-ensemble.json",
+        "dashboards/zookeeper-registry.json",
+        "deploy/kubernetes/prometheusrule.yaml",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(names, expected);
+}
+
+/// A scrape job named otherwise gets a working ZooKeeperExporterDown from
+/// `_config.selector` alone, checked by promtool on the generated rules.
+#[test]
+fn another_job_name_needs_only_the_selector() {
+    let alerts = mixin_with("selector: 'job=\"zk\"'", "prometheusAlerts");
+    let dir = std::env::temp_dir().join(format!("zkee-selector-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // JSON is YAML: promtool reads the mixin's output as it is.
+    std::fs::write(dir.join("rules.json"), alerts.to_string()).unwrap();
+    let case = |name: &str, up: &str, expected: &str| {
+        format!(
+            "  - name: \"{name}\"\n    interval: 1m\n    input_series:\n{up}    alert_rule_test:\n      \
+             - eval_time: 5m\n        alertname: ZooKeeperExporterDown\n        exp_alerts:{expected}\n"
+        )
+    };
+    let tests = format!(
+        "rule_files:\n  - rules.json\nevaluation_interval: 15s\ntests:\n{}{}{}",
+        case(
+            "a down target of job zk pages",
+            "      - series: 'up{job=\"zk\",instance=\"a:9141\"}'\n        values: '0x10'\n",
+            "\n          - exp_labels:\n              severity: critical\n              job: zk\n              \
+             instance: \"a:9141\"\n            exp_annotations:\n              \
+             summary: \"zk-election-exporter is down\"\n              \
+             description: \"Prometheus cannot scrape zk-election-exporter a:9141: no election or ensemble metrics.\"\n              \
+             runbook_url: \"docs/runbooks.md#zookeeperexporterdown\"",
+        ),
+        case(
+            "a healthy target of job zk is quiet",
+            "      - series: 'up{job=\"zk\",instance=\"a:9141\"}'\n        values: '1x10'\n",
+            " []",
+        ),
+        case(
+            "job zk gone entirely pages",
+            "      - series: 'up{job=\"other\",instance=\"b:1\"}'\n        values: '1x10'\n",
+            "\n          - exp_labels:\n              severity: critical\n              job: zk\n            \
+             exp_annotations:\n              summary: \"zk-election-exporter is down\"\n              \
+             description: \"Prometheus cannot scrape zk-election-exporter : no election or ensemble metrics.\"\n              \
+             runbook_url: \"docs/runbooks.md#zookeeperexporterdown\"",
+        ),
+    );
+    std::fs::write(dir.join("tests.yml"), tests).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules", "tests.yml"])
+        .current_dir(&dir)
+        .output()
+        .expect("promtool (Debian package prometheus) must be installed");
+    std::fs::remove_dir_all(&dir).ok();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+
+    // Every expression of every alert uses the selector; none the default job.
+    for group in alerts["groups"].as_array().unwrap() {
+        for rule in group["rules"].as_array().unwrap() {
+            let expr = rule["expr"].as_str().unwrap();
+            assert!(expr.contains("job=\"zk\""), "{}: {expr}", rule["alert"]);
+            assert!(!expr.contains("zk-election-exporter"), "{expr}");
+        }
+    }
+}
+
+/// Thresholds, `for:` and the runbook URL come from `_config`, and the alert
+/// text follows them.
+#[test]
+fn config_tunes_thresholds_durations_and_runbooks() {
+    let alerts = mixin_with(
+        "runbookURL: 'https://wiki.example/zk', alerts+: { ZooKeeperHighLatency+: { 'for': '10m', latencyMs: 250 }, \
+         ZooKeeperElectionMasterFlapping+: { switches: 6, window: '30m' } }",
+        "prometheusAlerts",
+    );
+    let rule = |name: &str| -> Value {
+        alerts["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["rules"].as_array().unwrap().iter())
+            .find(|r| r["alert"] == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .clone()
+    };
+    let latency = rule("ZooKeeperHighLatency");
+    assert!(
+        latency["expr"].as_str().unwrap().ends_with("> 250"),
+        "{latency}"
+    );
+    assert_eq!(latency["for"], "10m");
+    let text = latency["annotations"]["description"].as_str().unwrap();
+    assert!(text.contains("over 250 ms for 10 minutes"), "{text}");
+    assert_eq!(
+        latency["annotations"]["runbook_url"],
+        "https://wiki.example/zk#zookeeperhighlatency"
+    );
+    let flapping = rule("ZooKeeperElectionMasterFlapping");
+    let expr = flapping["expr"].as_str().unwrap();
+    assert!(expr.contains("[30m])) >= 6"), "{expr}");
+    let text = flapping["annotations"]["description"].as_str().unwrap();
+    assert!(text.contains("more than 5 times in 30 minutes"), "{text}");
+}
+
+/// Dashboards: every query is scoped by the selector or reads a recorded
+/// series, and each recorded series they read is recorded by the mixin.
+#[test]
+fn dashboards_use_the_selector_and_existing_records() {
+    let dashboards = mixin_with("selector: 'job=\"zk\"'", "grafanaDashboards");
+    let rules = mixin_with("selector: 'job=\"zk\"'", "prometheusRules");
+    let recorded: Vec<&str> = rules["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap().iter())
+        .map(|r| r["record"].as_str().unwrap())
+        .collect();
+    assert!(!recorded.is_empty());
+    let mut uses = BTreeSet::new();
+    for (file, d) in dashboards.as_object().unwrap() {
+        let mut exprs: Vec<String> = d["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+            .map(|t| t["expr"].as_str().unwrap().to_owned())
+            .collect();
+        for v in d["templating"]["list"].as_array().unwrap() {
+            if v["type"] == "query" {
+                exprs.push(v["definition"].as_str().unwrap().to_owned());
+            }
+        }
+        for a in d["annotations"]["list"].as_array().unwrap() {
+            exprs.push(a["expr"].as_str().unwrap().to_owned());
+        }
+        for expr in exprs {
+            let records: Vec<&str> = recorded
+                .iter()
+                .copied()
+                .filter(|r| expr.contains(r))
+                .collect();
+            uses.extend(records.iter().map(|r| r.to_string()));
+            assert!(
+                expr.contains("job=\"zk\"") || !records.is_empty(),
+                "{file}: neither scoped nor recorded: {expr}"
+            );
+            assert!(!expr.contains("zk-election-exporter"), "{file}: {expr}");
+        }
+    }
+    let unused: Vec<&&str> = recorded.iter().filter(|r| !uses.contains(**r)).collect();
+    assert!(unused.is_empty(), "recorded but never read: {unused:?}");
+}
+
+fn yaml_file(relative: &str) -> Yaml {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(relative)).unwrap();
+    YamlLoader::load_from_str(&text).unwrap().remove(0)
+}
+
+/// The Prometheus Operator object carries exactly the rules file's groups.
+#[test]
+fn prometheusrule_groups_equal_the_rules_file() {
+    let rules = yaml_file("alerts/zookeeper.rules.yml");
+    let object = yaml_file("deploy/kubernetes/prometheusrule.yaml");
+    assert_eq!(object["kind"].as_str(), Some("PrometheusRule"));
+    assert_eq!(
+        object["apiVersion"].as_str(),
+        Some("monitoring.coreos.com/v1")
+    );
+    let groups = &rules["groups"];
+    assert!(groups.as_vec().is_some_and(|g| g.len() >= 5), "{groups:?}");
+    assert_eq!(&object["spec"]["groups"], groups);
+}
