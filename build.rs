@@ -1,20 +1,64 @@
-//! Bakes the git revision into `zookeeper_exporter_build_info` when the
-//! source is a git checkout; otherwise the label says `unknown`.
+//! Bakes the git revision, the build date and the compiler's version into
+//! `--version` and `zookeeper_exporter_build_info`. Outside a git checkout
+//! the revision says `unknown`; `SOURCE_DATE_EPOCH` (reproducible builds)
+//! fixes the date.
 
 fn main() {
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs");
     println!("cargo:rerun-if-env-changed=ZKEE_GIT_REVISION");
-    if std::env::var_os("ZKEE_GIT_REVISION").is_some() {
-        return;
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    if std::env::var_os("ZKEE_GIT_REVISION").is_none() {
+        let revision = command_output("git", &["rev-parse", "--short=12", "HEAD"]);
+        if let Some(r) = revision {
+            println!("cargo:rustc-env=ZKEE_GIT_REVISION={r}");
+        }
     }
-    let revision = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
+    let epoch = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        });
+    println!("cargo:rustc-env=ZKEE_BUILD_DATE={}", rfc3339(epoch));
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = command_output(&rustc, &["--version"])
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=ZKEE_RUSTC_VERSION={version}");
+}
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    std::process::Command::new(program)
+        .args(args)
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok());
-    if let Some(r) = revision {
-        println!("cargo:rustc-env=ZKEE_GIT_REVISION={}", r.trim());
-    }
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+}
+
+/// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ` (days to civil date after
+/// Howard Hinnant's algorithm), without a date crate in the build.
+fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
 }

@@ -162,6 +162,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
         bodies: Default::default(),
         push,
+        telemetry_path: config.web.telemetry_path.as_str().into(),
     };
     let (file, loaded) = match config.web.config_file {
         Some((path, loaded)) => (Some(path), Some(loaded)),
@@ -188,7 +189,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tls,
         basic_auth = !web.current().users.is_empty(),
         max_connections = cap,
-        "serving /metrics"
+        path = %config.web.telemetry_path,
+        "serving metrics"
     );
     let server = tokio::spawn(http::server::serve(
         listener,

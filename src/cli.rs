@@ -11,12 +11,16 @@ use crate::config::Overrides;
 #[derive(Debug, Parser)]
 #[command(
     name = "zk-election-exporter",
-    version,
+    disable_version_flag = true,
     about = "Prometheus exporter for ZooKeeper elections: who is master, how often it moves, how long elections go without one."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// Print version, git revision, build date and compiler, then exit.
+    #[arg(short = 'V', long, global = true)]
+    pub version: bool,
 
     #[command(flatten)]
     pub args: ConfigArgs,
@@ -81,6 +85,10 @@ pub struct ConfigArgs {
     #[arg(long = "web.listen-address", value_name = "IP:PORT")]
     pub listen_address: Option<String>,
 
+    /// Path under which metrics are served (default /metrics).
+    #[arg(long = "web.telemetry-path", value_name = "PATH")]
+    pub telemetry_path: Option<String>,
+
     /// Web configuration (exporter-toolkit format): TLS, basic auth,
     /// response headers. Re-read when it or a file it names changes.
     #[arg(long = "web.config.file", value_name = "FILE")]
@@ -121,6 +129,7 @@ impl ConfigArgs {
         Overrides {
             config_file: self.config.clone(),
             listen_address: self.listen_address.clone(),
+            telemetry_path: self.telemetry_path.clone(),
             web_config_file: self.web_config_file.clone(),
             zk: self.zk.clone(),
             elections: self.elections.clone(),

@@ -60,9 +60,21 @@ pub mod simulate;
 pub mod sources;
 pub mod timeline;
 
-/// Version and git revision baked in at build time.
+/// Version, git revision, build date and compiler baked in at build time
+/// (build.rs), for `--version` and `zookeeper_exporter_build_info`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const REVISION: &str = match option_env!("ZKEE_GIT_REVISION") {
     Some(r) => r,
     None => "unknown",
 };
+pub const BUILD_DATE: &str = env!("ZKEE_BUILD_DATE");
+pub const RUSTC_VERSION: &str = env!("ZKEE_RUSTC_VERSION");
+
+/// `--version` in the shape Prometheus' own exporters print.
+pub fn version_text() -> String {
+    format!(
+        "zk-election-exporter, version {VERSION} (revision: {REVISION})\n  build date: {BUILD_DATE}\n  rustc version: {RUSTC_VERSION}\n  platform: {}/{}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}

@@ -12,6 +12,10 @@ use zk_election_exporter::{config, simulate};
 fn main() -> ExitCode {
     zk_election_exporter::os::cap_allocator_arenas();
     let cli = Cli::parse();
+    if cli.version {
+        println!("{}", zk_election_exporter::version_text());
+        return ExitCode::SUCCESS;
+    }
     let wanted = cli.args.log_filter();
     let filter = tracing_subscriber::EnvFilter::try_new(&wanted).unwrap_or_else(|e| {
         eprintln!("zk-election-exporter: invalid --log filter `{wanted}`: {e}; using info");

@@ -488,3 +488,65 @@ fn check_config_validates_what_a_start_would_and_masks_secrets() {
         Some(2)
     );
 }
+
+/// Prometheus-convention flags: `--web.telemetry-path` moves the metrics
+/// (and the status page's link), `--version` prints what
+/// `zookeeper_exporter_build_info` carries.
+#[test]
+fn telemetry_path_and_version_follow_prometheus_conventions() {
+    let port = free_port();
+    let exporter = Exporter::spawn(
+        &offline_args(port, &["--web.telemetry-path", "/zk/metrics"]),
+        &[],
+        port,
+    );
+    let (status, body) = http_get(port, "/zk/metrics").unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(http_get(port, "/metrics").unwrap().0, 404);
+    assert!(
+        http_get(port, "/")
+            .unwrap()
+            .1
+            .contains("href=\"/zk/metrics\"")
+    );
+    let info = body
+        .lines()
+        .find(|l| l.starts_with("zookeeper_exporter_build_info{"))
+        .unwrap_or_else(|| panic!("no build_info in {body}"));
+    let label = |name: &str| -> String {
+        let start = info
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("{name}: {info}"));
+        let rest = &info[start + name.len() + 2..];
+        rest[..rest.find('"').unwrap()].to_owned()
+    };
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let version = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        version.starts_with(&format!(
+            "zk-election-exporter, version {} (revision: {})\n",
+            env!("CARGO_PKG_VERSION"),
+            label("revision")
+        )),
+        "{version}\n{info}"
+    );
+    let date = label("build_date");
+    assert!(
+        version.contains(&format!("build date: {date}\n")),
+        "{version}"
+    );
+    assert!(
+        date.len() == 20 && date.ends_with('Z') && date.as_bytes()[10] == b'T',
+        "{date}"
+    );
+    assert!(version.contains(&format!("rustc version: {}", label("rustc_version"))));
+    drop(exporter);
+
+    let (code, _, err) = check_config(&["--zk", "a:1", "--web.telemetry-path", "/healthz"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("web.telemetry_path") && err.contains("/healthz"),
+        "{err}"
+    );
+}

@@ -8,7 +8,8 @@ use std::path::Path;
 use super::cluster::validate_cluster;
 use super::raw::{RawCluster, RawConfig, RawElection, RawGroup, RawSystem};
 use super::{
-    Config, ConfigError, DEFAULT_LISTEN_ADDRESS, ENV_PREFIX, HttpLimits, Overrides, WebConfig,
+    Config, ConfigError, DEFAULT_LISTEN_ADDRESS, DEFAULT_TELEMETRY_PATH, ENV_PREFIX, HttpLimits,
+    Overrides, WebConfig,
 };
 
 /// Loads and validates configuration from `overrides.config_file` (if any),
@@ -53,6 +54,11 @@ pub fn load(
             .set_override("web.config_file", file.display().to_string())
             .map_err(|e| ConfigError::new("--web.config.file", e.to_string()))?;
     }
+    if let Some(path) = &overrides.telemetry_path {
+        builder = builder
+            .set_override("web.telemetry_path", path.as_str())
+            .map_err(|e| ConfigError::new("--web.telemetry-path", e.to_string()))?;
+    }
     if let Some(addr) = &overrides.listen_address {
         builder = builder
             .set_override("web.listen_address", addr.as_str())
@@ -96,6 +102,7 @@ pub fn load(
 /// agent. Clusters are lists: they come from the file or the flags.
 pub const ENV_KEYS: &[&str] = &[
     "web__listen_address",
+    "web__telemetry_path",
     "web__config_file",
     "web__header_timeout",
     "web__idle_timeout",
@@ -261,6 +268,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             format!("`{listen}` is not IP:PORT (e.g. \"0.0.0.0:9141\" or \"[::1]:9141\")"),
         )
     })?;
+    let telemetry_path = telemetry_path(raw.web.telemetry_path.as_deref())?;
     let config_file = match raw.web.config_file.clone() {
         Some(path) => {
             let loaded = super::webfile::load(&path)
@@ -296,12 +304,55 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     Ok(Config {
         web: WebConfig {
             listen_address,
+            telemetry_path,
             config_file,
             limits,
         },
         clusters,
         alerting,
     })
+}
+
+/// Paths the agent serves itself; metrics may not take one of them.
+const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/ready", "/-/reload"];
+
+/// `web.telemetry_path`: an absolute path of its own, `/metrics` unless set.
+fn telemetry_path(path: Option<&str>) -> Result<String, ConfigError> {
+    let Some(path) = path else {
+        return Ok(DEFAULT_TELEMETRY_PATH.to_owned());
+    };
+    let key = "web.telemetry_path";
+    if !path.starts_with('/') || path.len() < 2 {
+        return Err(ConfigError::new(
+            key,
+            format!("`{path}` must be an absolute path such as \"/metrics\""),
+        ));
+    }
+    if let Some(c) = path
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "/-_.~".contains(*c)))
+    {
+        return Err(ConfigError::new(
+            key,
+            format!("`{path}` has `{c}`; use letters, digits and / - _ . ~"),
+        ));
+    }
+    if path.contains("//") || path.ends_with('/') || path.split('/').any(|s| s == "." || s == "..")
+    {
+        return Err(ConfigError::new(
+            key,
+            format!("`{path}` is not a plain path (no //, trailing / or dot segments)"),
+        ));
+    }
+    if RESERVED_PATHS.contains(&path) || path.starts_with("/api/") || path == "/api" {
+        return Err(ConfigError::new(
+            key,
+            format!(
+                "`{path}` is served by the agent itself (/, /healthz, /ready, /-/reload, /api/...); choose another"
+            ),
+        ));
+    }
+    Ok(path.to_owned())
 }
 
 /// `[web]` timeouts and the connection cap.

@@ -22,6 +22,8 @@ use crate::model::tree::TreePattern;
 pub const ENV_PREFIX: &str = "ZK_EXPORTER";
 
 pub const DEFAULT_LISTEN_ADDRESS: &str = "0.0.0.0:9141";
+/// Where metrics are served unless `web.telemetry_path` says otherwise.
+pub const DEFAULT_TELEMETRY_PATH: &str = "/metrics";
 const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_secs(5);
 const DEFAULT_FOURLW_TIMEOUT: Duration = Duration::from_secs(2);
@@ -88,6 +90,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct WebConfig {
     pub listen_address: SocketAddr,
+    /// Where the metrics are served (`/metrics` unless set).
+    pub telemetry_path: String,
     /// `--web.config.file` (TLS, basic auth, headers) and what it held at
     /// start; re-read when it or a file it names changes.
     pub config_file: Option<(PathBuf, webfile::Loaded)>,
@@ -293,6 +297,8 @@ pub struct ElectionConfig {
 pub struct Overrides {
     pub config_file: Option<PathBuf>,
     pub listen_address: Option<String>,
+    /// `--web.telemetry-path`.
+    pub telemetry_path: Option<String>,
     /// `--web.config.file`.
     pub web_config_file: Option<PathBuf>,
     /// `--zk`: servers of the first cluster (created if the file has none).

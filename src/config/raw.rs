@@ -22,6 +22,7 @@ pub(super) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWeb {
     pub(super) listen_address: Option<String>,
+    pub(super) telemetry_path: Option<String>,
     pub(super) config_file: Option<PathBuf>,
     pub(super) header_timeout: Option<String>,
     pub(super) idle_timeout: Option<String>,

@@ -15,7 +15,11 @@ fn d(t: Duration) -> String {
 pub fn summary(c: &Config) -> String {
     let mut o = String::new();
     let w = &c.web;
-    let _ = writeln!(o, "[web]\nlisten_address = \"{}\"", w.listen_address);
+    let _ = writeln!(
+        o,
+        "[web]\nlisten_address = \"{}\"\ntelemetry_path = \"{}\"",
+        w.listen_address, w.telemetry_path
+    );
     if let Some((path, loaded)) = &w.config_file {
         let _ = writeln!(
             o,

@@ -541,3 +541,32 @@ fn service_link_variables_are_ignored_and_real_keys_still_checked() {
     let e = load_file(ok, &[("ZK_EXPORTER_WEB__IDLE_TIMEOUT", "soon")]).unwrap_err();
     assert_eq!(e.key, "web.idle_timeout", "{e}");
 }
+
+#[test]
+fn telemetry_path_defaults_to_metrics_and_must_be_a_free_plain_path() {
+    let base = "[[clusters]]\nservers=[\"a:1\"]\n";
+    let c = load_file(base, &[]).unwrap();
+    assert_eq!(c.web.telemetry_path, "/metrics");
+    let with = |p: &str| load_file(&format!("[web]\ntelemetry_path = \"{p}\"\n{base}"), &[]);
+    assert_eq!(
+        with("/zk/metrics").unwrap().web.telemetry_path,
+        "/zk/metrics"
+    );
+    for bad in [
+        "metrics",
+        "/",
+        "/ready",
+        "/healthz",
+        "/-/reload",
+        "/api/v1/x",
+        "/a b",
+        "/m/",
+        "//m",
+        "/a/../m",
+    ] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(e.starts_with("web.telemetry_path:"), "{bad}: {e}");
+    }
+    let env = load_file(base, &[("ZK_EXPORTER_WEB__TELEMETRY_PATH", "/x")]).unwrap();
+    assert_eq!(env.web.telemetry_path, "/x");
+}

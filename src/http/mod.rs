@@ -36,6 +36,8 @@ pub struct AppState {
     pub bodies: Arc<Bodies>,
     /// The alert pusher's counters and firing alerts (with `[alerting]`).
     pub push: Option<Arc<crate::model::alerting::PushStats>>,
+    /// `web.telemetry_path`: where the metrics are served.
+    pub telemetry_path: Arc<str>,
 }
 
 /// The last rendered body per format (text, OpenMetrics) with the moment
@@ -137,7 +139,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(status::page))
         .route("/api/v1/status", get(status::json_status))
-        .route("/metrics", get(metrics_handler))
+        .route(&state.telemetry_path.clone(), get(metrics_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
         .route("/api/v1/trees", get(api::trees))

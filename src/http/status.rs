@@ -146,6 +146,7 @@ fn status(state: &AppState) -> Value {
         "clusters": clusters,
         "pushed_alerts": alerts,
         "pushing": state.push.is_some(),
+        "telemetry_path": &*state.telemetry_path,
     })
 }
 
@@ -316,8 +317,12 @@ fn render(status: &Value) -> String {
             &events,
         );
     }
-    out.push_str("<h2>Endpoints</h2><ul>\
-<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\
+    let metrics = text(&status["telemetry_path"]);
+    out.push_str("<h2>Endpoints</h2><ul><li><a href=\"");
+    esc(&mut out, &metrics);
+    out.push_str("\">");
+    esc(&mut out, &metrics);
+    out.push_str("</a>: Prometheus metrics</li>\
 <li><a href=\"/ready\">/ready</a>: 200 when every session is connected and every tree synced</li>\
 <li><a href=\"/healthz\">/healthz</a>: process is alive</li>\
 <li><a href=\"/api/v1/status\">/api/v1/status</a>: this page as JSON</li>\

@@ -48,12 +48,15 @@ pub(super) fn encode_build_info(enc: &mut DescriptorEncoder, _: &Scrape) -> fmt:
     family(
         enc,
         names::EXPORTER_BUILD_INFO,
-        "Version and git revision of zk-election-exporter; always 1.",
+        "Version, git revision, build date and compiler of zk-election-exporter (as --version prints them); always 1.",
         MetricType::Gauge,
         |m| {
             gauge(
                 m,
-                &Labels::new("version", crate::VERSION).with("revision", crate::REVISION),
+                &Labels::new("version", crate::VERSION)
+                    .with("revision", crate::REVISION)
+                    .with("build_date", crate::BUILD_DATE)
+                    .with("rustc_version", crate::RUSTC_VERSION),
                 1.0,
             )
         },
