@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -14,6 +14,8 @@ ensure_packages() {
       alertmanager) command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager) ;;
       curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
       chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+      jsonnet) command -v jsonnet >/dev/null 2>&1 || missing+=(jsonnet) ;;
+      systemd-analyze) command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd) ;;
     esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0

