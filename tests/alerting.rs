@@ -283,7 +283,7 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
             format!(
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - rules.yml\n\
                  alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n\
-                 scrape_configs:\n  - job_name: zk\n    static_configs:\n      - targets: [{}]\n",
+                 scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: [{}]\n",
                 targets.join(", ")
             ),
         )
