@@ -1,23 +1,22 @@
 //! The agent: assembles each configured cluster (its models, its session,
 //! its four-letter-word poller, ghost check and canary) and runs them with
-//! the HTTP server until shutdown.
+//! the HTTP server until shutdown; a reload applies a new configuration as
+//! a difference (`agent/reload.rs`).
+
+mod assemble;
+mod reload;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tracing::info;
+use tracing::{info, warn};
 
-use crate::config::{ClusterConfig, Config};
+use crate::config::Config;
 use crate::http::auth::Web;
-use crate::model::alerting::PushStats;
-use crate::model::tree::Tree;
+use crate::model::reload::ReloadStats;
 use crate::model::web::WebStats;
-use crate::model::{ClusterState, SharedCluster};
-use crate::sources::fourlw::ghost::{self, GhostCheck};
-use crate::sources::fourlw::poller::Poller;
-use crate::{http, metrics, sources};
+use crate::{http, metrics};
 
 /// Why the agent stopped other than by shutdown.
 #[derive(Debug)]
@@ -39,132 +38,50 @@ impl std::fmt::Display for AgentError {
 
 impl std::error::Error for AgentError {}
 
-/// One cluster, assembled: its shared models, its scrape-time poller and
-/// the tasks that feed the models.
-struct Cluster {
-    state: SharedCluster,
-    poller: Option<Arc<Poller>>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-/// The models of `cluster` before anything is known.
-fn models(cluster: &ClusterConfig) -> ClusterState {
-    let trees = cluster
-        .elections
-        .iter()
-        .map(|e| Tree::elections(e.pattern.clone(), e.spec.clone()))
-        .chain(
-            cluster
-                .groups
-                .iter()
-                .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
-        )
-        .chain(
-            cluster
-                .locks
-                .iter()
-                .map(|l| Tree::locks(l.pattern.clone(), l.spec.clone())),
-        )
-        .collect();
-    let mut model = ClusterState::new(
-        cluster.name.clone(),
-        trees,
-        cluster.four_letter_words.enabled,
-    );
-    model.limits = cluster.limits;
-    model.events = crate::model::events::EventLog::new(cluster.event_log_size);
-    model.discovery = cluster.discovery.enabled.then(Default::default);
-    model.canary = cluster.canary.is_some().then(Default::default);
-    model
-}
-
-/// Starts every source of `cluster`; they stop when `stop` flips to true.
-fn assemble(cluster: ClusterConfig, stop: &watch::Receiver<bool>) -> Cluster {
-    let state = SharedCluster::new(models(&cluster));
-    let fourlw = &cluster.four_letter_words;
-    let poller = fourlw.enabled.then(|| {
-        Arc::new(Poller::new(
-            cluster.name.clone(),
-            fourlw.clone(),
-            state.clone(),
-        ))
-    });
-    let mut tasks = Vec::new();
-    if cluster.diagnostics.enabled {
-        let check = GhostCheck {
-            cluster: cluster.name.clone(),
-            servers: fourlw.servers.clone(),
-            pace: cluster.diagnostics.cons_interval,
-            timeout: fourlw.timeout,
-            watches: cluster.diagnostics.watches,
-            tls: cluster.tls.clone(),
-        };
-        tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
-    }
-    if let Some(canary) = cluster.canary.clone() {
-        tasks.push(tokio::spawn(sources::canary::run(
-            cluster.clone(),
-            canary,
-            state.clone(),
-            stop.clone(),
-        )));
-    }
-    tasks.push(tokio::spawn(sources::zk::session::run_cluster(
-        cluster,
-        state.clone(),
-        stop.clone(),
-    )));
-    Cluster {
-        state,
-        poller,
-        tasks,
-    }
-}
+/// Where a reload gets its configuration: what a start reads (file,
+/// environment, flags), read again.
+pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::ConfigError> + Send + Sync>;
 
 /// Runs the agent until `shutdown` resolves, then stops every task and
-/// finishes in-flight requests.
-pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+/// finishes in-flight requests. SIGHUP and `POST /-/reload` reload the
+/// configuration through `loader`, applied as a difference (`agent/reload.rs`).
+pub async fn run(
+    config: Config,
+    loader: Loader,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), AgentError> {
     let listener = http::bind(config.web.listen_address)
         .await
         .map_err(AgentError::Bind)?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let clusters: Vec<Cluster> = config
-        .clusters
-        .into_iter()
-        .map(|c| assemble(c, &stop_rx))
-        .collect();
-    let states: Vec<SharedCluster> = clusters.iter().map(|c| c.state.clone()).collect();
     let cap = http::server::connection_cap(
         config.web.limits.max_connections,
         crate::os::open_files_limit(),
     );
     let stats = Arc::new(WebStats::new(cap as u64));
-    tokio::spawn(crate::timeline::run(states.clone(), stop_rx.clone()));
-    let push = config
-        .alerting
-        .as_ref()
-        .map(|_| Arc::new(PushStats::default()));
-    if let (Some(alerting), Some(push)) = (config.alerting.clone(), &push) {
-        tokio::spawn(crate::alerting::run(
-            alerting,
-            states.clone(),
-            push.clone(),
-            stop_rx.clone(),
-        ));
-    }
+    let reloads = Arc::new(ReloadStats::new(std::time::SystemTime::now()));
+    let mut agent = reload::Running::start(&config);
+    tokio::spawn(crate::timeline::run(
+        agent.clusters.clone(),
+        stop_rx.clone(),
+    ));
+    let (reload_tx, mut reload_rx) = tokio::sync::mpsc::channel::<http::ReloadRequest>(4);
+    tokio::spawn(reload::on_sighup(reload_tx.clone()));
     let app = http::AppState {
         exposition: Arc::new(metrics::Exposition::with_server(
-            states.clone(),
+            agent.clusters.clone(),
             stats.clone(),
-            push.clone(),
+            Some(agent.push.clone()),
+            reloads.clone(),
         )),
-        clusters: states,
-        pollers: clusters.iter().filter_map(|c| c.poller.clone()).collect(),
+        clusters: agent.clusters.clone(),
+        pollers: agent.pollers.clone(),
         bodies: Default::default(),
-        push,
+        push: agent.push.clone(),
         telemetry_path: config.web.telemetry_path.as_str().into(),
+        reload: reload_tx,
     };
-    let (file, loaded) = match config.web.config_file {
+    let (file, loaded) = match config.web.config_file.clone() {
         Some((path, loaded)) => (Some(path), Some(loaded)),
         None => (None, None),
     };
@@ -200,12 +117,33 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         cap,
         stop_rx.clone(),
     ));
-    shutdown.await;
+    let mut current = config;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(reply) = reload_rx.recv() => {
+                let outcome = match loader() {
+                    Ok(next) => {
+                        let done = agent.apply(&current, &next).await;
+                        current = next;
+                        reloads.succeeded(std::time::SystemTime::now());
+                        info!("configuration reloaded: {done}");
+                        Ok(done)
+                    }
+                    Err(e) => {
+                        reloads.failed();
+                        warn!("configuration reload refused, nothing changed: {e}");
+                        Err(e.to_string())
+                    }
+                };
+                let _ = reply.send(outcome);
+            }
+        }
+    }
     info!("shutting down");
     let _ = stop_tx.send(true);
-    for task in clusters.into_iter().flat_map(|c| c.tasks) {
-        let _ = task.await;
-    }
+    agent.stop_all().await;
     match server.await {
         Ok(result) => result.map_err(AgentError::Serve),
         Err(e) => Err(AgentError::Serve(std::io::Error::other(e))),

@@ -6,7 +6,9 @@
 //!
 //! **Configuration** ([`config`], [`cli`]): file, environment and flags
 //! merged and validated into typed values; [`agent`] assembles each
-//! cluster from them (models, sources, poller) and runs the HTTP server.
+//! cluster from them (models, sources, poller), runs the HTTP server, and on
+//! SIGHUP or `POST /-/reload` applies a new configuration as a difference
+//! (the outputs read the running clusters through a [`model::Roster`]).
 //! `main.rs` only parses the command line and hands over.
 //!
 //! **Sources** ([`sources`]) do all I/O and turn what they see into calls on

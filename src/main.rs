@@ -59,14 +59,17 @@ fn check_config(args: &zk_election_exporter::cli::ConfigArgs) -> ExitCode {
 }
 
 async fn run_exporter(cli: &Cli) -> ExitCode {
-    let config = match config::load(&cli.args.overrides(), std::env::vars()) {
+    let overrides = cli.args.overrides();
+    let config = match config::load(&overrides, std::env::vars()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("zk-election-exporter: configuration error: {e}");
             return ExitCode::from(2);
         }
     };
-    match agent::run(config, shutdown_signal()).await {
+    // A reload reads what a start reads: the same file, environment, flags.
+    let loader = Box::new(move || config::load(&overrides, std::env::vars()));
+    match agent::run(config, loader, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(AgentError::Bind(e)) => {
             eprintln!("zk-election-exporter: {e}");

@@ -3,26 +3,33 @@
 //! past the ring's size; and gives the models the time for entries that
 //! time alone makes (a hold passing `max_hold`).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tracing::info;
 
 use crate::http::events::event_json;
-use crate::model::SharedCluster;
+use crate::model::{Roster, SharedCluster};
 
 /// How often new entries are looked for.
 const PACE: Duration = Duration::from_millis(250);
 
-pub async fn run(clusters: Vec<SharedCluster>, mut stop: watch::Receiver<bool>) {
-    let mut logged: Vec<u64> = vec![0; clusters.len()];
+pub async fn run(clusters: Roster<SharedCluster>, mut stop: watch::Receiver<bool>) {
+    // By cluster name: a cluster rebuilt by a reload keeps its timeline and
+    // numbering, so nothing is logged twice.
+    let mut logged: HashMap<String, u64> = HashMap::new();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(PACE) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        for (c, last) in clusters.iter().zip(&mut logged) {
+        let roster = clusters.now();
+        logged.retain(|name, _| roster.iter().any(|c| c.read().name == *name));
+        for c in roster.iter() {
             c.tick(crate::model::election::Now::current());
+            let name = c.read().name.clone();
+            let last = logged.entry(name).or_insert(0);
             let new: Vec<(u64, serde_json::Value)> = {
                 let g = c.read();
                 g.events

@@ -7,7 +7,7 @@
 
 pub mod client;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -17,8 +17,8 @@ use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use crate::config::alerting::AlertingConfig;
-use crate::model::SharedCluster;
-use crate::model::alerting::{Book, Firing, Key, Kind, PushStats, Thresholds, fill};
+use crate::model::alerting::{Book, Firing, Key, Kind, PushStats, Reading, Thresholds, fill};
+use crate::model::{Roster, SharedCluster};
 
 /// How often conditions are read.
 const TICK: Duration = Duration::from_millis(500);
@@ -85,19 +85,21 @@ fn alert_json(
     alert
 }
 
-/// Runs until `stop` turns true.
+/// Runs until `stop` turns true, then hands back what fires, so a pusher
+/// started by a reload carries on (resolving what clears) where this one
+/// stopped.
 pub async fn run(
     cfg: AlertingConfig,
-    clusters: Vec<SharedCluster>,
+    clusters: Roster<SharedCluster>,
     stats: Arc<PushStats>,
     mut stop: watch::Receiver<bool>,
-) {
+    mut book: Book,
+) -> Book {
     let thresholds = Thresholds {
         no_master_for: cfg.no_master_for,
         session_lost_for: cfg.session_lost_for,
     };
     let cfg = Arc::new(cfg);
-    let mut book = Book::default();
     let mut lost_since: HashMap<String, Instant> = HashMap::new();
     let mut deliveries: Vec<Delivery> = cfg
         .alertmanagers
@@ -107,6 +109,7 @@ pub async fn run(
     let mut sends: JoinSet<(usize, usize, usize, Result<(), client::SendError>)> = JoinSet::new();
     // Every Alertmanager has its counter from the start (rates need a zero).
     stats.with(|s| {
+        s.enabled = true;
         for target in &cfg.alertmanagers {
             s.sent.entry(target.url.clone()).or_default();
         }
@@ -119,18 +122,44 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => {
+                stats.with(|s| {
+                    s.enabled = false;
+                    s.active.clear();
+                    s.firing.clear();
+                });
+                return book;
+            }
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
-        for cluster in &clusters {
-            let (name, reading, connected) = {
+        let roster = clusters.now();
+        let mut readings: Vec<(String, Reading, bool)> = roster
+            .iter()
+            .map(|cluster| {
                 let c = cluster.read();
                 (
                     c.name.clone(),
                     c.alert_reading(now),
                     c.session.is_connected(),
                 )
+            })
+            .collect();
+        // A cluster a reload removed: what it had firing resolves (the user
+        // stopped watching it), instead of being re-sent as firing forever.
+        let gone: BTreeSet<String> = book
+            .firing()
+            .map(|(key, _)| key.1.clone())
+            .filter(|name| !readings.iter().any(|(n, _, _)| n == name))
+            .collect();
+        lost_since.retain(|name, _| readings.iter().any(|(n, _, _)| n == name));
+        readings.extend(gone.into_iter().map(|name| {
+            let reading = Reading {
+                fresh: true,
+                ..Reading::default()
             };
+            (name, reading, true)
+        }));
+        for (name, reading, connected) in readings {
             let lost = if connected {
                 lost_since.remove(&name);
                 None

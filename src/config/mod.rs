@@ -319,6 +319,7 @@ pub struct Overrides {
 
 pub mod alerting;
 mod cluster;
+mod fingerprint;
 mod load;
 mod raw;
 mod summary;

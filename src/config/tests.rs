@@ -570,3 +570,61 @@ fn telemetry_path_defaults_to_metrics_and_must_be_a_free_plain_path() {
     let env = load_file(base, &[("ZK_EXPORTER_WEB__TELEMETRY_PATH", "/x")]).unwrap();
     assert_eq!(env.web.telemetry_path, "/x");
 }
+
+/// A reload keeps what did not change and rebuilds what did, secrets
+/// included (their `Debug` hides them).
+#[test]
+fn fingerprints_see_every_change_and_only_changes() {
+    let creds = file("");
+    let write_creds = |text: &str| std::fs::write(creds.path(), text).unwrap();
+    write_creds("bob:pw\n");
+    let toml = |trees: &str| {
+        format!(
+            "[[clusters]]\nservers=[\"a:1\"]\nauth={{credentials_file=\"{}\"}}\n{trees}",
+            creds.path().display()
+        )
+    };
+    let one = "[[clusters.elections]]\npath=\"/a/*\"\n";
+    let two = "[[clusters.elections]]\npath=\"/a/*\"\n[[clusters.elections]]\npath=\"/b/*\"\nstyle=\"sequential\"\n";
+    let first = load_file(&toml(one), &[]).unwrap().clusters.remove(0);
+    let again = load_file(&toml(one), &[]).unwrap().clusters.remove(0);
+    assert_eq!(
+        first.fingerprint(),
+        again.fingerprint(),
+        "same file, same fingerprint"
+    );
+    let grown = load_file(&toml(two), &[]).unwrap().clusters.remove(0);
+    assert_ne!(first.fingerprint(), grown.fingerprint());
+    // The unchanged tree is recognised in the grown cluster.
+    assert_eq!(first.tree_fingerprints()[0], grown.tree_fingerprints()[0]);
+    assert_ne!(grown.tree_fingerprints()[0], grown.tree_fingerprints()[1]);
+    // A rotated password is a change, though nothing visible differs.
+    write_creds("bob:new\n");
+    let rotated = load_file(&toml(one), &[]).unwrap().clusters.remove(0);
+    assert_eq!(format!("{first:?}"), format!("{rotated:?}"));
+    assert_ne!(first.fingerprint(), rotated.fingerprint());
+}
+
+use super::webfile::tests::pki;
+
+/// A renewed certificate rebuilds the session that uses it on reload, though
+/// the configuration text is the same.
+#[test]
+fn a_renewed_certificate_changes_the_fingerprint() {
+    let dir = std::env::temp_dir().join(format!("zkee-fp-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (old_ca, new_ca) = (pki::Ca::new(&dir, "old"), pki::Ca::new(&dir, "new"));
+    let ca_file = dir.join("ca.pem");
+    std::fs::copy(&old_ca.cert_file, &ca_file).unwrap();
+    let toml = format!(
+        "[[clusters]]\nservers=[\"127.0.0.1:2281\"]\n[clusters.tls]\nca_file=\"{}\"\nserver_name=\"zk\"\n",
+        ca_file.display()
+    );
+    let before = load_file(&toml, &[]).unwrap().clusters.remove(0);
+    let same = load_file(&toml, &[]).unwrap().clusters.remove(0);
+    assert_eq!(before.fingerprint(), same.fingerprint());
+    std::fs::copy(&new_ca.cert_file, &ca_file).unwrap();
+    let renewed = load_file(&toml, &[]).unwrap().clusters.remove(0);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_ne!(before.fingerprint(), renewed.fingerprint());
+}

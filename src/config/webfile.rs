@@ -453,4 +453,4 @@ fn versions(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -45,6 +45,14 @@ impl fmt::Debug for ZkTls {
 }
 
 impl ZkTls {
+    /// Feeds the certificate and key contents (which `Debug` hides) to a
+    /// reload's fingerprint.
+    pub(crate) fn hash_material(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        self.ca_pem.hash(h);
+        self.identity.hash(h);
+    }
+
     /// Options for the ZooKeeper client library. With `server_name` set
     /// the library cannot check that name (it checks the host it dials),
     /// so only the chain is verified for the session: see

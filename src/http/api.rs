@@ -32,6 +32,7 @@ fn style_label(style: &Style) -> &'static str {
 pub(super) async fn trees(State(state): State<AppState>) -> Response {
     let clusters: Vec<serde_json::Value> = state
         .clusters
+        .now()
         .iter()
         .map(|c| {
             let c = c.read();
@@ -154,6 +155,7 @@ pub(super) async fn election(
     let now = Instant::now();
     let found: Vec<Value> = state
         .clusters
+        .now()
         .iter()
         .filter_map(|c| {
             let c = c.read();

@@ -111,7 +111,7 @@ pub(super) async fn events(
     };
     let (cluster, election) = (query.get("cluster"), query.get("election"));
     let mut all: Vec<(SystemTime, Value)> = Vec::new();
-    for c in &state.clusters {
+    for c in state.clusters.now().iter() {
         let c = c.read();
         if cluster.is_some_and(|w| *w != c.name) {
             continue;

@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 mod api;
 pub mod auth;
@@ -21,7 +21,7 @@ pub mod server;
 mod status;
 
 use crate::metrics::{self, Exposition};
-use crate::model::SharedCluster;
+use crate::model::{Roster, SharedCluster};
 use crate::sources::fourlw::poller::Poller;
 use futures::future::join_all;
 
@@ -29,16 +29,23 @@ use futures::future::join_all;
 #[derive(Clone)]
 pub struct AppState {
     pub exposition: Arc<Exposition>,
-    pub clusters: Vec<SharedCluster>,
+    /// The clusters watched now (a reload swaps them).
+    pub clusters: Roster<SharedCluster>,
     /// Four-letter-word pollers, run before each render.
-    pub pollers: Vec<Arc<Poller>>,
+    pub pollers: Roster<Arc<Poller>>,
     /// The last body of each format, shared by concurrent scrapes.
     pub bodies: Arc<Bodies>,
-    /// The alert pusher's counters and firing alerts (with `[alerting]`).
-    pub push: Option<Arc<crate::model::alerting::PushStats>>,
+    /// The alert pusher's counters and firing alerts (empty and disabled
+    /// without `[alerting]`).
+    pub push: Arc<crate::model::alerting::PushStats>,
     /// `web.telemetry_path`: where the metrics are served.
     pub telemetry_path: Arc<str>,
+    /// Asks the agent to reload its configuration (`POST /-/reload`).
+    pub reload: tokio::sync::mpsc::Sender<ReloadRequest>,
 }
+
+/// A reload asked for; the agent answers with what it did or why not.
+pub type ReloadRequest = tokio::sync::oneshot::Sender<Result<String, String>>;
 
 /// The last rendered body per format (text, OpenMetrics) with the moment
 /// its render began, and its gzip once a scraper asked for one. A scrape
@@ -142,6 +149,7 @@ pub fn router(state: AppState) -> Router {
         .route(&state.telemetry_path.clone(), get(metrics_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
+        .route("/-/reload", post(reload))
         .route("/api/v1/trees", get(api::trees))
         .route("/api/v1/elections/{*path}", get(api::election))
         .route("/api/v1/events", get(events::events))
@@ -182,7 +190,8 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
     let openmetrics = wants_openmetrics(&headers);
     let gzip = accepts_gzip(&headers);
     // Bounded by each poller's timeout; the only wait a scrape has.
-    join_all(state.pollers.iter().map(|p| p.collect())).await;
+    let pollers = state.pollers.now();
+    join_all(pollers.iter().map(|p| p.collect())).await;
     let asked = Instant::now();
     match state
         .bodies
@@ -250,8 +259,27 @@ pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
     reasons
 }
 
+/// `POST /-/reload`, as Prometheus and Alertmanager take it: 200 when the
+/// new configuration is in force, 500 with the reason when it was refused
+/// (nothing changed then).
+async fn reload(State(state): State<AppState>) -> Response {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if state.reload.send(tx).await.is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    match rx.await {
+        Ok(Ok(done)) => (StatusCode::OK, format!("{done}\n")).into_response(),
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to reload config: {e}\n"),
+        )
+            .into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response(),
+    }
+}
+
 async fn ready(State(state): State<AppState>) -> Response {
-    let reasons = not_ready_reasons(&state.clusters);
+    let reasons = not_ready_reasons(&state.clusters.now());
     if reasons.is_empty() {
         (StatusCode::OK, "ready\n").into_response()
     } else {

@@ -109,6 +109,7 @@ fn cluster_status(c: &ClusterState, now: Instant, wall: SystemTime) -> Value {
     json!({
         "cluster": c.name,
         "session": c.session.state.label(),
+        "session_id": c.session.id.map(|id| format!("0x{id:x}")),
         "session_error": c.session.last_error,
         "members": members,
         "elections": elections.into_iter().take(ROWS).map(|(_, v)| v).collect::<Vec<_>>(),
@@ -124,12 +125,13 @@ fn status(state: &AppState) -> Value {
     let (now, wall) = (Instant::now(), SystemTime::now());
     let clusters: Vec<Value> = state
         .clusters
+        .now()
         .iter()
         .map(|c| cluster_status(&c.read(), now, wall))
         .collect();
-    let alerts: Vec<Value> = state.push.as_ref().map_or_else(Vec::new, |p| {
-        p.snapshot()
-            .firing
+    let push = state.push.snapshot();
+    let alerts: Vec<Value> = {
+        push.firing
             .into_iter()
             .map(|(alertname, cluster, election, since)| {
                 json!({
@@ -140,12 +142,12 @@ fn status(state: &AppState) -> Value {
                 })
             })
             .collect()
-    });
+    };
     json!({
         "generated": rfc3339(wall),
         "clusters": clusters,
         "pushed_alerts": alerts,
-        "pushing": state.push.is_some(),
+        "pushing": push.enabled,
         "telemetry_path": &*state.telemetry_path,
     })
 }

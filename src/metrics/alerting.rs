@@ -12,7 +12,8 @@ use super::encode::*;
 use super::names;
 use crate::model::alerting::PushStats;
 
-/// Registered when `[alerting]` is configured.
+/// Always registered; silent while no `[alerting]` is configured (a
+/// reload may add or remove it).
 #[derive(Debug)]
 pub(super) struct PushCollector {
     pub stats: Arc<PushStats>,
@@ -21,6 +22,9 @@ pub(super) struct PushCollector {
 impl Collector for PushCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
         let s = self.stats.snapshot();
+        if !s.enabled {
+            return Ok(());
+        }
         family(
             &mut enc,
             names::ALERTS_ACTIVE,

@@ -20,6 +20,7 @@ mod locks;
 pub mod mntr;
 mod mntr_section;
 pub mod names;
+mod reload;
 mod session;
 mod trees;
 mod web;
@@ -32,7 +33,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
 use crate::model::attention::Survey;
-use crate::model::{ClusterState, SharedCluster};
+use crate::model::{ClusterState, Roster, SharedCluster};
 use mntr_section::encode_mntr_section;
 
 /// Content type of the Prometheus text format.
@@ -44,7 +45,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 /// Renders every cluster's models; registered once, encoded on each scrape.
 #[derive(Debug)]
 pub struct Collector {
-    clusters: Vec<SharedCluster>,
+    clusters: Roster<SharedCluster>,
 }
 
 /// Everything `/metrics` shows: the registry with the collector, and the
@@ -53,7 +54,7 @@ pub struct Collector {
 #[derive(Debug)]
 pub struct Exposition {
     registry: Registry,
-    clusters: Vec<SharedCluster>,
+    clusters: Roster<SharedCluster>,
     /// The mntr section (samples and summaries) per format, with the
     /// ensemble generations it was written for: rebuilt only after a new
     /// collection, not on every scrape.
@@ -64,26 +65,32 @@ pub struct Exposition {
     last_len: std::sync::atomic::AtomicUsize,
 }
 
-/// Rendered mntr families and the ensemble generations they reflect.
-type MntrSection = (Vec<u64>, String);
+/// Rendered mntr families and the clusters (identity, ensemble generation)
+/// they reflect: a reload that replaces a cluster invalidates it too.
+type MntrSection = (Vec<(usize, u64)>, String);
 
 impl Exposition {
     pub fn new(clusters: Vec<SharedCluster>) -> Self {
-        Self::build(clusters, None, None)
+        Self::build(Roster::new(clusters), None, None)
     }
 
     /// With the HTTP server's own counters, and the alert pusher's when
     /// alerts are pushed.
     pub fn with_server(
-        clusters: Vec<SharedCluster>,
+        clusters: Roster<SharedCluster>,
         web: std::sync::Arc<crate::model::web::WebStats>,
         push: Option<std::sync::Arc<crate::model::alerting::PushStats>>,
+        reload: std::sync::Arc<crate::model::reload::ReloadStats>,
     ) -> Self {
-        Self::build(clusters, Some(web), push)
+        let mut exposition = Self::build(clusters, Some(web), push);
+        exposition
+            .registry
+            .register_collector(Box::new(reload::ReloadCollector { stats: reload }));
+        exposition
     }
 
     fn build(
-        clusters: Vec<SharedCluster>,
+        clusters: Roster<SharedCluster>,
         web: Option<std::sync::Arc<crate::model::web::WebStats>>,
         push: Option<std::sync::Arc<crate::model::alerting::PushStats>>,
     ) -> Self {
@@ -118,11 +125,16 @@ impl Exposition {
         } else {
             prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
         }
-        let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
+        let roster = self.clusters.now();
+        let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
-        let generations: Vec<u64> = clusters
+        let generations: Vec<(usize, u64)> = roster
             .iter()
-            .map(|c| c.ensemble.as_ref().map_or(0, |e| e.generation()))
+            .zip(&clusters)
+            .map(|(shared, c)| {
+                let generation = c.ensemble.as_ref().map_or(0, |e| e.generation());
+                (shared.identity(), generation)
+            })
             .collect();
         let mut cache = self.mntr_cache.lock().unwrap_or_else(|p| p.into_inner());
         let slot = &mut cache[usize::from(openmetrics)];
@@ -188,7 +200,8 @@ const ENCODERS: [Encode; 14] = [
 
 impl PromCollector for Collector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
+        let roster = self.clusters.now();
+        let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let scrape = Scrape::new(&clusters, Instant::now());
         ENCODERS

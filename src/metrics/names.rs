@@ -62,6 +62,10 @@ pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
 pub const EXPORTER_SERIES_DROPPED: &str = "zookeeper_exporter_series_dropped";
 pub const EXPORTER_ELECTIONS_EXPORTED: &str = "zookeeper_exporter_elections_exported";
 pub const EXPORTER_BUILD_INFO: &str = "zookeeper_exporter_build_info";
+pub const CONFIG_LAST_RELOAD_SUCCESSFUL: &str = "zookeeper_exporter_config_last_reload_successful";
+pub const CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP: &str =
+    "zookeeper_exporter_config_last_reload_success_timestamp_seconds";
+pub const CONFIG_RELOADS: &str = "zookeeper_exporter_config_reloads";
 pub const HTTP_CONNECTIONS: &str = "zookeeper_exporter_http_connections";
 pub const HTTP_CONNECTION_LIMIT: &str = "zookeeper_exporter_http_connection_limit";
 pub const HTTP_CONNECTIONS_ACCEPTED: &str = "zookeeper_exporter_http_connections_accepted";
@@ -180,6 +184,9 @@ pub const ALL: &[&str] = &[
     EXPORTER_SERIES_DROPPED,
     EXPORTER_ELECTIONS_EXPORTED,
     EXPORTER_BUILD_INFO,
+    CONFIG_LAST_RELOAD_SUCCESSFUL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP,
+    CONFIG_RELOADS,
     HTTP_CONNECTIONS,
     HTTP_CONNECTION_LIMIT,
     HTTP_CONNECTIONS_ACCEPTED,

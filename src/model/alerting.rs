@@ -357,6 +357,8 @@ pub struct PushStats {
 /// A copy of the pusher's counters.
 #[derive(Debug, Clone, Default)]
 pub struct PushCounts {
+    /// Whether a pusher runs (`[alerting]` is configured now).
+    pub enabled: bool,
     /// Firing alerts by alertname.
     pub active: BTreeMap<&'static str, usize>,
     /// Alerts delivered, per Alertmanager URL.

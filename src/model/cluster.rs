@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::content::ContentKind;
 use super::ensemble;
-use super::{election, ghost, histogram, session, tree};
+use super::{carry, election, ghost, histogram, session, tree};
 
 /// Everything known about one configured cluster.
 #[derive(Debug)]
@@ -145,6 +145,24 @@ impl ClusterState {
             parent_watchers: None,
             canary: None,
         }
+    }
+
+    /// After a reload rebuilt this cluster (a new session): takes over from
+    /// `old` what [`carry::trees`] keeps, the timeline and the session's
+    /// counters. What did not change keeps its counters and history.
+    pub fn adopt(&mut self, old: ClusterState, kept: &[Option<usize>], keep_found: bool) {
+        let fresh = std::mem::take(&mut self.trees);
+        self.trees = carry::trees(old.trees, fresh, kept, keep_found);
+        self.events = old.events;
+        self.session = old.session;
+    }
+
+    /// A reload changed only the cluster's trees: the session stays and
+    /// these become its trees (see [`carry::trees`]); the session then
+    /// places its watches again and lists them.
+    pub fn retree(&mut self, fresh: Vec<tree::Tree>, kept: &[Option<usize>]) {
+        let old = std::mem::take(&mut self.trees);
+        self.trees = carry::trees(old, fresh, kept, true);
     }
 
     /// Parents tree `i` may still add: its kind's limit minus what all trees

@@ -4,6 +4,7 @@
 pub mod alerting;
 pub mod attention;
 pub mod candidate;
+pub mod carry;
 pub mod child;
 pub mod cluster;
 pub mod content;
@@ -17,10 +18,13 @@ pub mod histogram;
 pub mod locks;
 pub mod pattern;
 pub mod protobuf;
+pub mod reload;
+pub mod roster;
 pub mod session;
 pub mod shared;
 pub mod tree;
 pub mod web;
 
 pub use cluster::{CanaryStats, ClusterState, DiscoveryStatus, Limits, TreeChange};
+pub use roster::Roster;
 pub use shared::SharedCluster;

@@ -26,6 +26,21 @@ impl SharedCluster {
         Self(Arc::new(RwLock::new(state)))
     }
 
+    /// Takes the models out (for a reload to carry them into the cluster
+    /// rebuilt from them), leaving an empty, unconnected cluster of the
+    /// same name for whoever still holds this one.
+    pub fn take(&self) -> ClusterState {
+        let mut g = self.write();
+        let empty = ClusterState::new(g.name.clone(), Vec::new(), false);
+        std::mem::replace(&mut *g, empty)
+    }
+
+    /// Tells this cluster's models from any other's (a rebuilt cluster of
+    /// the same name has new ones), while both exist.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Read access for outputs. A writer that panicked leaves its last
     /// consistent state, which is still worth serving.
     pub fn read(&self) -> RwLockReadGuard<'_, ClusterState> {

@@ -1,7 +1,7 @@
 use super::*;
 
 #[path = "../../../tests/common/pki.rs"]
-mod pki;
+pub(crate) mod pki;
 
 /// A fresh directory for one test's files.
 fn dir(tag: &str) -> PathBuf {

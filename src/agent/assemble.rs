@@ -1,0 +1,100 @@
+//! One cluster's models and the sources that feed them: its session, its
+//! four-letter-word poller, ghost check and canary.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::ClusterConfig;
+use crate::model::tree::Tree;
+use crate::model::{ClusterState, SharedCluster};
+use crate::sources;
+use crate::sources::fourlw::ghost::{self, GhostCheck};
+use crate::sources::fourlw::poller::Poller;
+
+/// One cluster, assembled: its shared models, its scrape-time poller and
+/// the tasks that feed the models.
+pub(super) struct Cluster {
+    pub state: SharedCluster,
+    pub poller: Option<Arc<Poller>>,
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+/// The models of `cluster` before anything is known.
+pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
+    let trees = cluster
+        .elections
+        .iter()
+        .map(|e| Tree::elections(e.pattern.clone(), e.spec.clone()))
+        .chain(
+            cluster
+                .groups
+                .iter()
+                .map(|g| Tree::groups(g.pattern.clone(), g.spec.clone())),
+        )
+        .chain(
+            cluster
+                .locks
+                .iter()
+                .map(|l| Tree::locks(l.pattern.clone(), l.spec.clone())),
+        )
+        .collect();
+    let mut model = ClusterState::new(
+        cluster.name.clone(),
+        trees,
+        cluster.four_letter_words.enabled,
+    );
+    model.limits = cluster.limits;
+    model.events = crate::model::events::EventLog::new(cluster.event_log_size);
+    model.discovery = cluster.discovery.enabled.then(Default::default);
+    model.canary = cluster.canary.is_some().then(Default::default);
+    model
+}
+
+/// Starts every source of `cluster` on `state`; they stop when `stop`
+/// flips to true.
+pub(super) fn assemble(
+    cluster: ClusterConfig,
+    state: SharedCluster,
+    stop: &watch::Receiver<bool>,
+) -> Cluster {
+    let fourlw = &cluster.four_letter_words;
+    let poller = fourlw.enabled.then(|| {
+        Arc::new(Poller::new(
+            cluster.name.clone(),
+            fourlw.clone(),
+            state.clone(),
+        ))
+    });
+    let mut tasks = Vec::new();
+    if cluster.diagnostics.enabled {
+        let check = GhostCheck {
+            cluster: cluster.name.clone(),
+            servers: fourlw.servers.clone(),
+            pace: cluster.diagnostics.cons_interval,
+            timeout: fourlw.timeout,
+            watches: cluster.diagnostics.watches,
+            tls: cluster.tls.clone(),
+        };
+        tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
+    }
+    if let Some(canary) = cluster.canary.clone() {
+        tasks.push(tokio::spawn(sources::canary::run(
+            cluster.clone(),
+            canary,
+            state.clone(),
+            stop.clone(),
+        )));
+    }
+    tasks.push(tokio::spawn(sources::zk::session::run_cluster(
+        cluster,
+        state.clone(),
+        stop.clone(),
+    )));
+    Cluster {
+        state,
+        poller,
+        tasks,
+    }
+}

@@ -1,0 +1,256 @@
+//! What runs (each cluster's sources, the alert pusher) and how a reload
+//! changes it: the new configuration, already validated whole, is applied as
+//! a difference. A cluster whose configuration is unchanged keeps its
+//! session, models, counters and history. A changed one (servers,
+//! credentials, certificates, trees, any setting) gets a new session;
+//! its trees whose configuration did not change keep their models,
+//! counters and history, as do its timeline and session counters. A removed
+//! cluster stops and its series disappear; an added one starts. `[alerting]`
+//! changes restart the pusher, which carries on with what fires. `[web]` is
+//! read at start only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use super::assemble::{Cluster, assemble, models};
+use crate::config::{ClusterConfig, Config};
+use crate::http::ReloadRequest;
+use crate::model::alerting::{Book, PushStats};
+use crate::model::{ClusterState, Roster, SharedCluster};
+use crate::sources::fourlw::poller::Poller;
+
+/// How long a stopping cluster's tasks get before they are aborted.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// One running cluster and what it was started from.
+struct Live {
+    config: ClusterConfig,
+    fingerprint: u64,
+    cluster: Cluster,
+    stop: watch::Sender<bool>,
+}
+
+struct Pusher {
+    /// The `[alerting]` it runs with, as `Debug` shows it (no secrets are
+    /// in it: credentials are files, read at each send).
+    shape: String,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Book>,
+}
+
+pub(super) struct Running {
+    /// What the outputs read: the clusters and pollers in force.
+    pub clusters: Roster<SharedCluster>,
+    pub pollers: Roster<Arc<Poller>>,
+    pub push: Arc<PushStats>,
+    live: Vec<Live>,
+    pusher: Option<Pusher>,
+}
+
+fn launch(config: &ClusterConfig, state: ClusterState) -> Live {
+    let (stop, rx) = watch::channel(false);
+    Live {
+        config: config.clone(),
+        fingerprint: config.fingerprint(),
+        cluster: assemble(config.clone(), SharedCluster::new(state), &rx),
+        stop,
+    }
+}
+
+/// Stops a cluster's tasks (bounded) and hands back its models.
+async fn stop(live: Live) -> SharedCluster {
+    let _ = live.stop.send(true);
+    for task in live.cluster.tasks {
+        let abort = task.abort_handle();
+        if tokio::time::timeout(STOP_GRACE, task).await.is_err() {
+            warn!(cluster = %live.config.name, "a task did not stop in time; aborted");
+            abort.abort();
+        }
+    }
+    live.cluster.state
+}
+
+/// The new cluster's models, taking over from `old` what did not change.
+fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig) -> ClusterState {
+    let before = old_config.tree_fingerprints();
+    let mut used = vec![false; before.len()];
+    let kept: Vec<Option<usize>> = config
+        .tree_fingerprints()
+        .iter()
+        .map(|fp| {
+            let i = (0..before.len()).find(|&i| !used[i] && before[i] == *fp)?;
+            used[i] = true;
+            Some(i)
+        })
+        .collect();
+    let same_discovery = old_config.discovery.fingerprint() == config.discovery.fingerprint();
+    let mut state = models(config);
+    state.adopt(old, &kept, same_discovery);
+    state
+}
+
+impl Running {
+    pub fn start(config: &Config) -> Self {
+        let mut running = Self {
+            clusters: Roster::default(),
+            pollers: Roster::default(),
+            push: Arc::new(PushStats::default()),
+            live: config
+                .clusters
+                .iter()
+                .map(|c| launch(c, models(c)))
+                .collect(),
+            pusher: None,
+        };
+        running.publish();
+        running.set_pusher(config, Book::default());
+        running
+    }
+
+    /// Shows the outputs the clusters running now.
+    fn publish(&self) {
+        self.clusters
+            .replace(self.live.iter().map(|l| l.cluster.state.clone()).collect());
+        self.pollers.replace(
+            self.live
+                .iter()
+                .filter_map(|l| l.cluster.poller.clone())
+                .collect(),
+        );
+    }
+
+    fn set_pusher(&mut self, config: &Config, book: Book) {
+        self.pusher = config.alerting.clone().map(|alerting| {
+            let (stop, rx) = watch::channel(false);
+            let shape = format!("{alerting:?}");
+            let task = tokio::spawn(crate::alerting::run(
+                alerting,
+                self.clusters.clone(),
+                self.push.clone(),
+                rx,
+                book,
+            ));
+            Pusher { shape, stop, task }
+        });
+    }
+
+    /// Applies `new` (valid as a whole) over `old`; says what it did.
+    pub async fn apply(&mut self, old: &Config, new: &Config) -> String {
+        let (mut kept, mut rebuilt, mut added, mut removed) = (0, 0, 0, 0);
+        // Removed clusters leave the outputs first, then stop.
+        while let Some(i) = self
+            .live
+            .iter()
+            .position(|l| !new.clusters.iter().any(|c| c.name == l.config.name))
+        {
+            let gone = self.live.remove(i);
+            self.publish();
+            info!(cluster = %gone.config.name, "reload: cluster removed");
+            stop(gone).await;
+            removed += 1;
+        }
+        for config in &new.clusters {
+            match self.live.iter().position(|l| l.config.name == config.name) {
+                Some(i) if self.live[i].fingerprint == config.fingerprint() => kept += 1,
+                Some(i) => {
+                    // The old one serves its last values until the new one
+                    // takes over its models.
+                    let old_live = self.live.remove(i);
+                    let old_config = old_live.config.clone();
+                    let models_before = stop(old_live).await.take();
+                    let state = carried(&old_config, models_before, config);
+                    self.live.insert(i, launch(config, state));
+                    self.publish();
+                    info!(cluster = %config.name, "reload: cluster changed, new session; unchanged trees keep their state");
+                    rebuilt += 1;
+                }
+                None => {
+                    self.live.push(launch(config, models(config)));
+                    self.publish();
+                    info!(cluster = %config.name, "reload: cluster added");
+                    added += 1;
+                }
+            }
+        }
+        // The configuration's order.
+        self.live.sort_by_key(|l| {
+            new.clusters
+                .iter()
+                .position(|c| c.name == l.config.name)
+                .unwrap_or(usize::MAX)
+        });
+        self.publish();
+
+        let shape = new.alerting.as_ref().map(|a| format!("{a:?}"));
+        let mut pusher_note = "";
+        if self.pusher.as_ref().map(|p| &p.shape) != shape.as_ref() {
+            let book = match self.pusher.take() {
+                Some(p) => {
+                    let _ = p.stop.send(true);
+                    p.task.await.unwrap_or_default()
+                }
+                None => Book::default(),
+            };
+            self.set_pusher(new, book);
+            pusher_note = if self.pusher.is_some() {
+                "; alert pusher (re)started"
+            } else {
+                "; alert pusher stopped"
+            };
+        }
+        let web_note = if web_shape(old) != web_shape(new) {
+            warn!(
+                "reload: [web] changed; listen address, path, timeouts and web config file apply at the next start"
+            );
+            "; [web] changes apply at the next start"
+        } else {
+            ""
+        };
+        format!(
+            "clusters kept {kept}, rebuilt {rebuilt}, added {added}, removed {removed}{pusher_note}{web_note}"
+        )
+    }
+
+    /// Stops everything (shutdown).
+    pub async fn stop_all(&mut self) {
+        if let Some(p) = self.pusher.take() {
+            let _ = p.stop.send(true);
+            let _ = p.task.await;
+        }
+        for live in std::mem::take(&mut self.live) {
+            stop(live).await;
+        }
+    }
+}
+
+/// What of `[web]` a reload cannot change without a new listener.
+fn web_shape(c: &Config) -> String {
+    let w = &c.web;
+    format!(
+        "{} {} {:?} {:?}",
+        w.listen_address,
+        w.telemetry_path,
+        w.limits,
+        w.config_file.as_ref().map(|(p, _)| p)
+    )
+}
+
+/// Turns every SIGHUP into a reload request; the agent logs the outcome.
+pub(super) async fn on_sighup(requests: mpsc::Sender<ReloadRequest>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        warn!("cannot listen for SIGHUP; reload with POST /-/reload");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        info!("SIGHUP: reloading the configuration");
+        let (tx, _rx) = tokio::sync::oneshot::channel();
+        if requests.send(tx).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The list of things running now (clusters, their pollers), swapped whole
+//! by a configuration reload. Readers take a snapshot and keep it for what
+//! they are doing (one scrape, one tick), so a reload never shows them half
+//! a list.
+
+use std::sync::{Arc, RwLock};
+
+#[derive(Debug)]
+pub struct Roster<T>(Arc<RwLock<Arc<Vec<T>>>>);
+
+impl<T> Clone for Roster<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> Default for Roster<T> {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
+impl<T> Roster<T> {
+    pub fn new(items: Vec<T>) -> Self {
+        Self(Arc::new(RwLock::new(Arc::new(items))))
+    }
+
+    /// The list as it is now.
+    pub fn now(&self) -> Arc<Vec<T>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the list; snapshots already taken keep the old one.
+    pub fn replace(&self, items: Vec<T>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(items);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Roster;
+
+    #[test]
+    fn a_snapshot_outlives_a_replacement() {
+        let roster = Roster::new(vec![1, 2]);
+        let shared = roster.clone();
+        let before = roster.now();
+        shared.replace(vec![3]);
+        assert_eq!(*before, vec![1, 2]);
+        assert_eq!(*roster.now(), vec![3]);
+    }
+}

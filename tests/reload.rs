@@ -1,0 +1,352 @@
+//! Hot reload (SIGHUP, `POST /-/reload`) against a real ZooKeeper: an added
+//! tree appears while an unchanged tree's counters and an unchanged
+//! cluster's session stay; a broken file changes nothing and says so; a
+//! removed cluster's series disappear; the endpoint takes only POST and sits
+//! behind the web config's basic auth.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use base64::Engine;
+use common::*;
+
+const T: Duration = Duration::from_secs(30);
+
+/// A request with `method`; status and body.
+fn request(port: u16, method: &str, path: &str, headers: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n{headers}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn gauge(m: &Metrics, name: &str) -> Option<f64> {
+    m.get(name, &[])
+}
+
+fn changes(m: &Metrics, cluster: &str, election: &str) -> Option<f64> {
+    m.get(
+        "zookeeper_election_master_changes_total",
+        &[("cluster", cluster), ("election", election)],
+    )
+}
+
+fn session_id(port: u16, cluster: &str) -> String {
+    let body = http_get(port, "/api/v1/status").unwrap().1;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cluster"] == cluster)
+        .map(|c| c["session_id"].as_str().unwrap_or("").to_owned())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_applies_the_difference_and_refuses_a_broken_file() {
+    let zk = shared_server();
+    let base = unique_path("reload");
+    let admin = client(&zk.address()).await;
+    let (a, b, c) = (
+        format!("{base}/a/bot_1"),
+        format!("{base}/b/bot_9"),
+        format!("{base}/c/bot_5"),
+    );
+    for p in [&a, &b, &c] {
+        mkdir(&admin, p).await;
+    }
+    // bot_1 switches once before the reload; bot_9 and bot_5 have masters.
+    let first = client(&zk.address()).await;
+    candidate(&first, &a, "n_", b"phone-1").await;
+    candidate(&admin, &a, "n_", b"phone-2").await;
+    candidate(&admin, &b, "n_", b"phone-9").await;
+    candidate(&admin, &c, "n_", b"phone-5").await;
+
+    let dir = temp_dir("reload");
+    let file = dir.join("config.toml");
+    let port = free_port();
+    let cluster = |name: &str, trees: &[&str]| {
+        let mut s = format!(
+            "[[clusters]]\nname = \"{name}\"\nservers = [\"{}\"]\nfour_letter_words = {{ enabled = false }}\n",
+            zk.address()
+        );
+        for t in trees {
+            s.push_str(&format!("[[clusters.elections]]\npath = \"{t}\"\n"));
+        }
+        s
+    };
+    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n");
+    let (tree_a, tree_b, tree_c) = (
+        format!("{base}/a/*"),
+        format!("{base}/b/*"),
+        format!("{base}/c/*"),
+    );
+    let before = format!(
+        "{web}{}{}",
+        cluster("one", &[&tree_a]),
+        cluster("two", &[&tree_c])
+    );
+    std::fs::write(&file, &before).unwrap();
+    let exporter = Exporter::spawn(&args(&["--config", file.to_str().unwrap()]), &[], port);
+    exporter
+        .until("phone-1 is master of bot_1", T, |m| {
+            changes(m, "one", &a) == Some(0.0)
+        })
+        .await;
+    drop(first);
+    let m = exporter
+        .until("bot_1 switched once", T, |m| {
+            changes(m, "one", &a) == Some(1.0)
+        })
+        .await;
+    assert_eq!(
+        gauge(&m, "zookeeper_exporter_config_last_reload_successful"),
+        Some(1.0)
+    );
+    let started = gauge(
+        &m,
+        "zookeeper_exporter_config_last_reload_success_timestamp_seconds",
+    )
+    .unwrap();
+    assert!(started > 1.7e9, "{started}");
+    let two_session = session_id(port, "two");
+    assert!(two_session.starts_with("0x"), "{two_session}");
+
+    // GET is refused, as Prometheus refuses it.
+    assert_eq!(request(port, "GET", "/-/reload", "").0, 405);
+
+    // Cluster one gains tree b: bot_9 appears, bot_1 keeps its switch count,
+    // cluster two keeps its session.
+    let grown = format!(
+        "{web}{}{}",
+        cluster("one", &[&tree_a, &tree_b]),
+        cluster("two", &[&tree_c])
+    );
+    std::fs::write(&file, &grown).unwrap();
+    let (status, body) = request(port, "POST", "/-/reload", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("kept 1, rebuilt 1"), "{body}");
+    let m = exporter
+        .until("bot_9 appears after the reload", T, |m| {
+            changes(m, "one", &b) == Some(0.0)
+        })
+        .await;
+    assert_eq!(changes(&m, "one", &a), Some(1.0), "bot_1 kept its count");
+    assert_eq!(changes(&m, "two", &c), Some(0.0));
+    assert_eq!(
+        session_id(port, "two"),
+        two_session,
+        "cluster two kept its session"
+    );
+    // Synced again, and still no spurious switch once the new session listed.
+    let m = exporter
+        .until("tree a synced under the new session", T, |m| {
+            m.get(
+                "zookeeper_tree_synced",
+                &[("cluster", "one"), ("tree", &tree_a)],
+            ) == Some(1.0)
+        })
+        .await;
+    assert_eq!(changes(&m, "one", &a), Some(1.0));
+    let after_first = gauge(
+        &m,
+        "zookeeper_exporter_config_last_reload_success_timestamp_seconds",
+    )
+    .unwrap();
+    assert!(after_first >= started);
+
+    // A broken file: refused with the key, nothing changes, gauge 0.
+    std::fs::write(
+        &file,
+        format!("{grown}[[clusters]]\nname = \"one\"\nservers = [\"x:1\"]\n"),
+    )
+    .unwrap();
+    let (status, body) = request(port, "POST", "/-/reload", "");
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("failed to reload config") && body.contains("clusters[2].name"),
+        "{body}"
+    );
+    let m = exporter.metrics().unwrap();
+    assert_eq!(
+        gauge(&m, "zookeeper_exporter_config_last_reload_successful"),
+        Some(0.0)
+    );
+    assert_eq!(
+        gauge(
+            &m,
+            "zookeeper_exporter_config_last_reload_success_timestamp_seconds"
+        ),
+        Some(after_first)
+    );
+    assert_eq!(changes(&m, "one", &b), Some(0.0), "tree b still watched");
+    assert!(exporter.log().contains("configuration reload refused"));
+
+    // A good file by SIGHUP: cluster two removed, its series gone, gauge 1.
+    std::fs::write(
+        &file,
+        format!("{web}{}", cluster("one", &[&tree_a, &tree_b])),
+    )
+    .unwrap();
+    signal(&exporter.pid().to_string(), "-HUP");
+    let m = exporter
+        .until("cluster two removed", T, |m| {
+            changes(m, "two", &c).is_none()
+                && gauge(m, "zookeeper_exporter_config_last_reload_successful") == Some(1.0)
+        })
+        .await;
+    assert_eq!(changes(&m, "one", &a), Some(1.0));
+    assert_eq!(
+        m.get(
+            "zookeeper_exporter_config_reloads_total",
+            &[("result", "failure")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.get(
+            "zookeeper_exporter_config_reloads_total",
+            &[("result", "success")]
+        ),
+        Some(2.0)
+    );
+    assert!(
+        !m.samples
+            .values()
+            .flatten()
+            .any(|(labels, _)| labels.get("cluster").is_some_and(|v| v == "two")),
+        "no series of cluster two remain"
+    );
+    drop(admin);
+}
+
+#[test]
+fn reload_sits_behind_basic_auth() {
+    let dir = temp_dir("reload-auth");
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let web = dir.join("web.yml");
+    std::fs::write(&web, format!("basic_auth_users:\n  ops: '{hash}'\n")).unwrap();
+    let port = free_port();
+    let exporter = Exporter::spawn(
+        &offline_args(port, &["--web.config.file", web.to_str().unwrap()]),
+        &[],
+        port,
+    );
+    assert_eq!(request(port, "POST", "/-/reload", "").0, 401);
+    let auth = format!(
+        "Authorization: Basic {}\r\n",
+        base64::engine::general_purpose::STANDARD.encode("ops:s3cret")
+    );
+    let (status, body) = request(port, "POST", "/-/reload", &auth);
+    assert_eq!(status, 200, "{body}");
+    drop(exporter);
+}
+
+/// The agent pushed an alert for a cluster; a reload removes the cluster:
+/// the alert resolves in Alertmanager instead of being re-sent forever, and
+/// a reload that only changes `[alerting]` keeps another alert firing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_clusters_pushed_alert_resolves() {
+    use common::program::{Program, alerts_in_alertmanager};
+    let zk = shared_server();
+    let base = unique_path("reload-push");
+    let admin = client(&zk.address()).await;
+    let (orphan, other) = (format!("{base}/x/bot_1"), format!("{base}/y/bot_2"));
+    mkdir(&admin, &orphan).await;
+    mkdir(&admin, &other).await;
+    let am = Program::start("alertmanager-reload", |dir, port| {
+        std::fs::write(
+            dir.join("am.yml"),
+            "route:\n  receiver: discard\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n",
+        )
+        .unwrap();
+        format!(
+            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
+            d = dir.display()
+        )
+    });
+    let dir = temp_dir("reload-push");
+    let file = dir.join("config.toml");
+    let port = free_port();
+    let cluster = |name: &str, tree: &str| {
+        format!(
+            "[[clusters]]\nname = \"{name}\"\nservers = [\"{}\"]\nfour_letter_words = {{ enabled = false }}\n\
+             [[clusters.elections]]\npath = \"{tree}\"\n",
+            zk.address()
+        )
+    };
+    let alerting = |resend: &str| {
+        format!(
+            "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nno_master_for = \"1s\"\nresend_interval = \"{resend}\"\n",
+            am.port
+        )
+    };
+    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n");
+    let (gone, stay) = (
+        cluster("gone", &format!("{base}/x/*")),
+        cluster("stay", &format!("{base}/y/*")),
+    );
+    std::fs::write(&file, format!("{web}{}{gone}{stay}", alerting("1s"))).unwrap();
+    let exporter = Exporter::spawn(&args(&["--config", file.to_str().unwrap()]), &[], port);
+    let clusters_alerted = || -> Result<Vec<String>, String> {
+        let mut names: Vec<String> = alerts_in_alertmanager(&am, "ZooKeeperElectionNoMaster")?
+            .iter()
+            .map(|a| a["cluster"].as_str().unwrap_or("").to_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    };
+    wait_for("both masterless elections pushed", T, || {
+        let names = clusters_alerted()?;
+        (names == ["gone", "stay"])
+            .then_some(())
+            .ok_or(format!("{names:?}"))
+    });
+
+    // Only [alerting] changes: the pusher restarts and carries on; the
+    // alerts stay firing.
+    std::fs::write(&file, format!("{web}{}{gone}{stay}", alerting("2s"))).unwrap();
+    let (status, body) = request(port, "POST", "/-/reload", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("kept 2") && body.contains("alert pusher"),
+        "{body}"
+    );
+
+    // Cluster gone is removed: its alert resolves, stay's keeps firing.
+    std::fs::write(&file, format!("{web}{}{stay}", alerting("2s"))).unwrap();
+    let (status, body) = request(port, "POST", "/-/reload", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("removed 1"), "{body}");
+    wait_for("only stay's alert left", T, || {
+        let names = clusters_alerted()?;
+        (names == ["stay"])
+            .then_some(())
+            .ok_or(format!("{names:?}"))
+    });
+    assert!(
+        exporter.log().contains("alert resolved"),
+        "{}",
+        exporter.log()
+    );
+    drop(admin);
+}
