@@ -128,14 +128,14 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
     )
     .unwrap();
     assert!(started > 1.7e9, "{started}");
-    let two_session = session_id(port, "two");
+    let (one_session, two_session) = (session_id(port, "one"), session_id(port, "two"));
     assert!(two_session.starts_with("0x"), "{two_session}");
 
     // GET is refused, as Prometheus refuses it.
     assert_eq!(request(port, "GET", "/-/reload", "").0, 405);
 
     // Cluster one gains tree b: bot_9 appears, bot_1 keeps its switch count,
-    // cluster two keeps its session.
+    // both clusters keep their sessions (only trees changed in one).
     let grown = format!(
         "{web}{}{}",
         cluster("one", &[&tree_a, &tree_b]),
@@ -144,7 +144,10 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
     std::fs::write(&file, &grown).unwrap();
     let (status, body) = request(port, "POST", "/-/reload", "");
     assert_eq!(status, 200, "{body}");
-    assert!(body.contains("kept 1, rebuilt 1"), "{body}");
+    assert!(
+        body.contains("kept 1, trees changed 1, rebuilt 0"),
+        "{body}"
+    );
     let m = exporter
         .until("bot_9 appears after the reload", T, |m| {
             changes(m, "one", &b) == Some(0.0)
@@ -157,6 +160,32 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         two_session,
         "cluster two kept its session"
     );
+    assert_eq!(
+        session_id(port, "one"),
+        one_session,
+        "cluster one kept its session"
+    );
+    // A session setting of cluster one changes: a new session for it alone;
+    // its trees keep their counts.
+    let grown = grown.replacen(
+        "four_letter_words = { enabled = false }\n",
+        "four_letter_words = { enabled = false }\nsession_timeout = \"8s\"\n",
+        1,
+    );
+    std::fs::write(&file, &grown).unwrap();
+    let (status, body) = request(port, "POST", "/-/reload", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("kept 1, trees changed 0, rebuilt 1"),
+        "{body}"
+    );
+    wait_for("cluster one's new session", T, || {
+        let id = session_id(port, "one");
+        (id.starts_with("0x") && id != one_session)
+            .then_some(())
+            .ok_or(id)
+    });
+    assert_eq!(session_id(port, "two"), two_session);
     // Synced again, and still no spurious switch once the new session listed.
     let m = exporter
         .until("tree a synced under the new session", T, |m| {
@@ -227,7 +256,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
             "zookeeper_exporter_config_reloads_total",
             &[("result", "success")]
         ),
-        Some(2.0)
+        Some(3.0)
     );
     assert!(
         !m.samples

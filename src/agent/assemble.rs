@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::ClusterConfig;
@@ -12,6 +12,7 @@ use crate::model::{ClusterState, SharedCluster};
 use crate::sources;
 use crate::sources::fourlw::ghost::{self, GhostCheck};
 use crate::sources::fourlw::poller::Poller;
+use crate::sources::zk::lifecycle::TreePlan;
 
 /// One cluster, assembled: its shared models, its scrape-time poller and
 /// the tasks that feed the models.
@@ -19,11 +20,14 @@ pub(super) struct Cluster {
     pub state: SharedCluster,
     pub poller: Option<Arc<Poller>>,
     pub tasks: Vec<JoinHandle<()>>,
+    /// A reload's tree changes, to the session.
+    pub plans: mpsc::UnboundedSender<TreePlan>,
 }
 
-/// The models of `cluster` before anything is known.
-pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
-    let trees = cluster
+/// The configured trees of `cluster` before anything is known, in the
+/// order [`ClusterConfig::tree_fingerprints`] gives them.
+pub(super) fn configured_trees(cluster: &ClusterConfig) -> Vec<Tree> {
+    cluster
         .elections
         .iter()
         .map(|e| Tree::elections(e.pattern.clone(), e.spec.clone()))
@@ -39,10 +43,14 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
                 .iter()
                 .map(|l| Tree::locks(l.pattern.clone(), l.spec.clone())),
         )
-        .collect();
+        .collect()
+}
+
+/// The models of `cluster` before anything is known.
+pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
     let mut model = ClusterState::new(
         cluster.name.clone(),
-        trees,
+        configured_trees(cluster),
         cluster.four_letter_words.enabled,
     );
     model.limits = cluster.limits;
@@ -87,14 +95,17 @@ pub(super) fn assemble(
             stop.clone(),
         )));
     }
-    tasks.push(tokio::spawn(sources::zk::session::run_cluster(
+    let (plans, plans_rx) = mpsc::unbounded_channel();
+    tasks.push(tokio::spawn(sources::zk::lifecycle::run_cluster(
         cluster,
         state.clone(),
         stop.clone(),
+        plans_rx,
     )));
     Cluster {
         state,
         poller,
         tasks,
+        plans,
     }
 }

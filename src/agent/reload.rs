@@ -1,10 +1,12 @@
 //! What runs (each cluster's sources, the alert pusher) and how a reload
 //! changes it: the new configuration, already validated whole, is applied as
 //! a difference. A cluster whose configuration is unchanged keeps its
-//! session, models, counters and history. A changed one (servers,
-//! credentials, certificates, trees, any setting) gets a new session;
-//! its trees whose configuration did not change keep their models,
-//! counters and history, as do its timeline and session counters. A removed
+//! session, models, counters and history. One whose trees alone changed
+//! keeps its session too: the session takes the new set up, and trees whose
+//! configuration did not change keep their models, counters and history. A
+//! cluster whose other settings changed (servers, credentials, certificates,
+//! timeouts, ...) gets a new session; its unchanged trees, timeline and
+//! session counters carry over all the same. A removed
 //! cluster stops and its series disappear; an added one starts. `[alerting]`
 //! changes restart the pusher, which carries on with what fires. `[web]` is
 //! read at start only.
@@ -16,12 +18,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use super::assemble::{Cluster, assemble, models};
+use super::assemble::{Cluster, assemble, configured_trees, models};
 use crate::config::{ClusterConfig, Config};
 use crate::http::ReloadRequest;
 use crate::model::alerting::{Book, PushStats};
 use crate::model::{ClusterState, Roster, SharedCluster};
 use crate::sources::fourlw::poller::Poller;
+use crate::sources::zk::lifecycle::TreePlan;
 
 /// How long a stopping cluster's tasks get before they are aborted.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -74,11 +77,12 @@ async fn stop(live: Live) -> SharedCluster {
     live.cluster.state
 }
 
-/// The new cluster's models, taking over from `old` what did not change.
-fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig) -> ClusterState {
+/// For each configured tree of `config`: the configured tree of
+/// `old_config` it is, unchanged, if any.
+fn unchanged_trees(old_config: &ClusterConfig, config: &ClusterConfig) -> Vec<Option<usize>> {
     let before = old_config.tree_fingerprints();
     let mut used = vec![false; before.len()];
-    let kept: Vec<Option<usize>> = config
+    config
         .tree_fingerprints()
         .iter()
         .map(|fp| {
@@ -86,7 +90,12 @@ fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig
             used[i] = true;
             Some(i)
         })
-        .collect();
+        .collect()
+}
+
+/// The new cluster's models, taking over from `old` what did not change.
+fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig) -> ClusterState {
+    let kept = unchanged_trees(old_config, config);
     let same_discovery = old_config.discovery.fingerprint() == config.discovery.fingerprint();
     let mut state = models(config);
     state.adopt(old, &kept, same_discovery);
@@ -140,7 +149,7 @@ impl Running {
 
     /// Applies `new` (valid as a whole) over `old`; says what it did.
     pub async fn apply(&mut self, old: &Config, new: &Config) -> String {
-        let (mut kept, mut rebuilt, mut added, mut removed) = (0, 0, 0, 0);
+        let (mut kept, mut retreed, mut rebuilt, mut added, mut removed) = (0, 0, 0, 0, 0);
         // Removed clusters leave the outputs first, then stop.
         while let Some(i) = self
             .live
@@ -156,6 +165,24 @@ impl Running {
         for config in &new.clusters {
             match self.live.iter().position(|l| l.config.name == config.name) {
                 Some(i) if self.live[i].fingerprint == config.fingerprint() => kept += 1,
+                Some(i)
+                    if self.live[i].config.session_fingerprint()
+                        == config.session_fingerprint() =>
+                {
+                    // Only trees changed: the session stays and takes them up.
+                    let live = &mut self.live[i];
+                    let plan = TreePlan {
+                        fresh: configured_trees(config),
+                        kept: unchanged_trees(&live.config, config),
+                    };
+                    if live.cluster.plans.send(plan).is_err() {
+                        warn!(cluster = %config.name, "reload: the cluster's session task is gone; its trees stay as they were");
+                    }
+                    live.config = config.clone();
+                    live.fingerprint = config.fingerprint();
+                    info!(cluster = %config.name, "reload: trees changed; the session stays, unchanged trees keep their state");
+                    retreed += 1;
+                }
                 Some(i) => {
                     // The old one serves its last values until the new one
                     // takes over its models.
@@ -211,7 +238,7 @@ impl Running {
             ""
         };
         format!(
-            "clusters kept {kept}, rebuilt {rebuilt}, added {added}, removed {removed}{pusher_note}{web_note}"
+            "clusters kept {kept}, trees changed {retreed}, rebuilt {rebuilt}, added {added}, removed {removed}{pusher_note}{web_note}"
         )
     }
 

@@ -27,6 +27,16 @@ impl ClusterConfig {
         })
     }
 
+    /// The fingerprint without the configured trees: equal when a reload
+    /// changed only trees, which the running session can take up.
+    pub fn session_fingerprint(&self) -> u64 {
+        let mut bare = self.clone();
+        bare.elections.clear();
+        bare.groups.clear();
+        bare.locks.clear();
+        bare.fingerprint()
+    }
+
     /// One fingerprint per configured tree, in the order the cluster's
     /// models hold them (elections, groups, locks).
     pub fn tree_fingerprints(&self) -> Vec<u64> {

@@ -35,6 +35,12 @@ impl SharedCluster {
         std::mem::replace(&mut *g, empty)
     }
 
+    /// A reload's new set of configured trees (see
+    /// [`ClusterState::retree`]).
+    pub fn retree(&self, fresh: Vec<crate::model::tree::Tree>, kept: &[Option<usize>]) {
+        self.write().retree(fresh, kept);
+    }
+
     /// Tells this cluster's models from any other's (a rebuilt cluster of
     /// the same name has new ones), while both exist.
     pub fn identity(&self) -> usize {

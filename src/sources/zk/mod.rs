@@ -1,9 +1,10 @@
 //! ZooKeeper session sources: one session per cluster ([`session`], built
-//! and retried by [`connect`]) that watches every tree with persistent
+//! and retried by [`lifecycle`] through [`connect`]) that watches every tree with persistent
 //! recursive watches ([`watch`]) or, on servers before 3.6, one-shot
 //! watches ([`oneshot`]), reading in batches ([`read`]).
 
 pub mod connect;
+pub mod lifecycle;
 pub mod oneshot;
 pub mod read;
 pub mod session;

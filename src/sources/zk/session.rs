@@ -15,7 +15,8 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 
-use super::connect::{Backoff, connect, describe_sync_error, explain_connect_error};
+use super::connect::describe_sync_error;
+use super::lifecycle::TreePlan;
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
@@ -60,7 +61,7 @@ impl From<zookeeper_client::Error> for SyncError {
 
 /// Why a client's life ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
+pub(super) enum End {
     Expired,
     AuthFailed,
     Closed,
@@ -78,64 +79,6 @@ fn report_dropped(cfg: &ClusterConfig) {
          (see zookeeper_exporter_series_dropped_total; raise max_tracked_elections / max_groups / max_locks, \
          or narrow the trees' globs)"
     );
-}
-
-/// Runs the cluster until `shutdown` flips to true. Never returns early on
-/// ZooKeeper trouble: every failure is recorded and retried.
-pub async fn run_cluster(
-    cfg: ClusterConfig,
-    state: SharedCluster,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut backoff = Backoff::default();
-    let mut failing_since: Option<Instant> = None;
-    loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        state.session_ended(SessionState::Connecting, None);
-        let connected = tokio::select! {
-            r = connect(&cfg) => r,
-            _ = shutdown.changed() => return,
-        };
-        let end = match connected {
-            Ok(client) => {
-                if let Some(since) = failing_since.take() {
-                    info!(cluster = %cfg.name, after = ?since.elapsed(), "connected to ZooKeeper again");
-                } else {
-                    info!(cluster = %cfg.name, servers = %cfg.connect_string(), "connected to ZooKeeper");
-                }
-                backoff.reset();
-                let end = Session::new(&cfg, client, state.clone())
-                    .run(&mut shutdown)
-                    .await;
-                if end == End::Shutdown {
-                    return;
-                }
-                end
-            }
-            Err(e) => {
-                let message = explain_connect_error(&cfg, &e).await;
-                if failing_since.is_none() {
-                    warn!(cluster = %cfg.name, "{message}; retrying with backoff");
-                    failing_since = Some(Instant::now());
-                } else {
-                    debug!(cluster = %cfg.name, "{message}");
-                }
-                let auth_failed = matches!(e, zookeeper_client::Error::AuthFailed);
-                state.connect_failed(auth_failed, message);
-                End::Closed
-            }
-        };
-        if end == End::Expired {
-            warn!(cluster = %cfg.name, "ZooKeeper session expired; building a new session");
-        }
-        let delay = backoff.next_delay();
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = shutdown.changed() => return,
-        }
-    }
 }
 
 /// Errors meaning the server does not know persistent watches or
@@ -186,7 +129,7 @@ impl Watched {
 }
 
 /// One client's life.
-struct Session<'a> {
+pub(super) struct Session<'a> {
     cfg: &'a ClusterConfig,
     client: Client,
     state: SharedCluster,
@@ -199,7 +142,7 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
+    pub(super) fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         // Trees in the order the cluster state holds them (configured, then
         // discovered by earlier clients).
@@ -229,7 +172,11 @@ impl<'a> Session<'a> {
         self.watched.iter().map(|w| w.pattern.clone()).collect()
     }
 
-    async fn run(mut self, shutdown: &mut watch::Receiver<bool>) -> End {
+    pub(super) async fn run(
+        mut self,
+        shutdown: &mut watch::Receiver<bool>,
+        plans: &mut mpsc::UnboundedReceiver<TreePlan>,
+    ) -> End {
         let mut states = self.client.state_watcher();
         let (id, timeout) = (self.client.session_id().0, self.client.session_timeout());
         self.state.session_started(id, timeout, Now::current());
@@ -297,6 +244,7 @@ impl<'a> Session<'a> {
                         self.state.request_observed("read", started.elapsed());
                     }
                 }
+                Some(plan) = plans.recv() => self.retree(plan, connected).await,
                 _ = members.tick(), if connected => self.refresh_members().await,
                 _ = discover.tick(), if connected && self.cfg.discovery.enabled => self.discover().await,
                 _ = retry.tick(), if connected => {
@@ -387,6 +335,22 @@ impl<'a> Session<'a> {
             .await?;
         }
         Ok(())
+    }
+
+    /// A reload changed the configured trees: the models take the new set
+    /// (unchanged trees keep theirs), every watch is placed again and every
+    /// tree listed, in this session.
+    async fn retree(&mut self, plan: TreePlan, connected: bool) {
+        self.state.retree(plan.fresh, &plan.kept);
+        self.watched = self
+            .state
+            .trees_watched()
+            .into_iter()
+            .map(|(pattern, _, _)| Watched::new(pattern))
+            .collect();
+        if connected {
+            self.sync_all().await;
+        }
     }
 
     /// Runs a discovery walk: drops discovered trees that vanished or

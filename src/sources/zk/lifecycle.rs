@@ -1,0 +1,91 @@
+//! One cluster's clients, one after another: connect with capped, jittered
+//! backoff, run a [`Session`] until its client's life ends (expiry, auth
+//! failure, close), build the next. Tree changes from a reload
+//! ([`TreePlan`]) reach the running session, or the models while none runs.
+
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, info, warn};
+
+use super::connect::{Backoff, connect, explain_connect_error};
+use super::session::{End, Session};
+use crate::config::ClusterConfig;
+use crate::model::SharedCluster;
+use crate::model::session::SessionState;
+use crate::model::tree::Tree;
+
+/// A reload's new set of configured trees for a cluster whose session
+/// stays: `fresh` are new models, `kept[j] = Some(i)` says fresh tree `j` is
+/// configured tree `i` now, unchanged, whose model stays.
+#[derive(Debug)]
+pub struct TreePlan {
+    pub fresh: Vec<Tree>,
+    pub kept: Vec<Option<usize>>,
+}
+
+/// Runs the cluster until `shutdown` flips to true. Never returns early on
+/// ZooKeeper trouble: every failure is recorded and retried.
+pub async fn run_cluster(
+    cfg: ClusterConfig,
+    state: SharedCluster,
+    mut shutdown: watch::Receiver<bool>,
+    mut plans: mpsc::UnboundedReceiver<TreePlan>,
+) {
+    let mut backoff = Backoff::default();
+    let mut failing_since: Option<std::time::Instant> = None;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        state.session_ended(SessionState::Connecting, None);
+        let connecting = connect(&cfg);
+        tokio::pin!(connecting);
+        let connected = loop {
+            tokio::select! {
+                r = &mut connecting => break r,
+                _ = shutdown.changed() => return,
+                Some(plan) = plans.recv() => state.retree(plan.fresh, &plan.kept),
+            }
+        };
+        let end = match connected {
+            Ok(client) => {
+                if let Some(since) = failing_since.take() {
+                    info!(cluster = %cfg.name, after = ?since.elapsed(), "connected to ZooKeeper again");
+                } else {
+                    info!(cluster = %cfg.name, servers = %cfg.connect_string(), "connected to ZooKeeper");
+                }
+                backoff.reset();
+                let end = Session::new(&cfg, client, state.clone())
+                    .run(&mut shutdown, &mut plans)
+                    .await;
+                if end == End::Shutdown {
+                    return;
+                }
+                end
+            }
+            Err(e) => {
+                let message = explain_connect_error(&cfg, &e).await;
+                if failing_since.is_none() {
+                    warn!(cluster = %cfg.name, "{message}; retrying with backoff");
+                    failing_since = Some(std::time::Instant::now());
+                } else {
+                    debug!(cluster = %cfg.name, "{message}");
+                }
+                let auth_failed = matches!(e, zookeeper_client::Error::AuthFailed);
+                state.connect_failed(auth_failed, message);
+                End::Closed
+            }
+        };
+        if end == End::Expired {
+            warn!(cluster = %cfg.name, "ZooKeeper session expired; building a new session");
+        }
+        let pause = tokio::time::sleep(backoff.next_delay());
+        tokio::pin!(pause);
+        loop {
+            tokio::select! {
+                _ = &mut pause => break,
+                _ = shutdown.changed() => return,
+                Some(plan) = plans.recv() => state.retree(plan.fresh, &plan.kept),
+            }
+        }
+    }
+}
