@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::program::{Program, alerts_in_alertmanager, query};
+use common::program::{Program, alertmanager, alerts_in_alertmanager, query};
 use common::*;
 use serde_json::Value;
 
@@ -107,17 +107,7 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
         quoted.join(", ")
     ));
 
-    let am = Program::start("alertmanager", |dir, port| {
-        std::fs::write(
-            dir.join("am.yml"),
-            "route:\n  receiver: discard\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n",
-        )
-        .unwrap();
-        format!(
-            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
-            d = dir.display()
-        )
-    });
+    let am = alertmanager("alertmanager");
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/zookeeper.rules.yml")).unwrap();
     let fast: String = rules
         .lines()

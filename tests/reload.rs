@@ -295,24 +295,14 @@ fn reload_sits_behind_basic_auth() {
 /// a reload that only changes `[alerting]` keeps another alert firing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_clusters_pushed_alert_resolves() {
-    use common::program::{Program, alerts_in_alertmanager};
+    use common::program::{alertmanager, alerts_in_alertmanager};
     let zk = shared_server();
     let base = unique_path("reload-push");
     let admin = client(&zk.address()).await;
     let (orphan, other) = (format!("{base}/x/bot_1"), format!("{base}/y/bot_2"));
     mkdir(&admin, &orphan).await;
     mkdir(&admin, &other).await;
-    let am = Program::start("alertmanager-reload", |dir, port| {
-        std::fs::write(
-            dir.join("am.yml"),
-            "route:\n  receiver: discard\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n",
-        )
-        .unwrap();
-        format!(
-            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
-            d = dir.display()
-        )
-    });
+    let am = alertmanager("alertmanager-reload");
     let dir = temp_dir("reload-push");
     let file = dir.join("config.toml");
     let port = free_port();

@@ -71,6 +71,22 @@ pub fn query(prometheus: &Program, expr: &str) -> Result<Vec<Value>, String> {
 }
 
 /// Active alerts in Alertmanager named `name`, as their label maps.
+/// Debian's Alertmanager with one receiver that discards (tests read its
+/// API), grouping and notifying every second.
+pub fn alertmanager(tag: &str) -> Program {
+    Program::start(tag, |dir, port| {
+        std::fs::write(
+            dir.join("am.yml"),
+            "route:\n  receiver: discard\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n",
+        )
+        .unwrap();
+        format!(
+            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
+            d = dir.display()
+        )
+    })
+}
+
 pub fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {
     alerts_at(am.port, name)
 }

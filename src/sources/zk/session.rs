@@ -342,6 +342,14 @@ impl<'a> Session<'a> {
     /// tree listed, in this session.
     async fn retree(&mut self, plan: TreePlan, connected: bool) {
         self.state.retree(plan.fresh, &plan.kept);
+        self.rewatch_all(connected).await;
+    }
+
+    /// Drops every watch (their events are stale from now on) and, when
+    /// connected, places them again for the trees the models hold now and
+    /// lists them: every watch carries its tree's index, and the indices
+    /// moved.
+    async fn rewatch_all(&mut self, connected: bool) {
         self.watched = self
             .state
             .trees_watched()
@@ -386,15 +394,8 @@ impl<'a> Session<'a> {
                 self.sync_tree(i).await;
             }
         } else {
-            // Trees moved down: every watch carries its tree's index, so all
-            // are placed again (rare: only when a discovered tree vanished).
-            self.watched = self
-                .state
-                .trees_watched()
-                .into_iter()
-                .map(|(pattern, _, _)| Watched::new(pattern))
-                .collect();
-            self.sync_all().await;
+            // Trees moved down (rare: only when a discovered tree vanished).
+            self.rewatch_all(true).await;
         }
     }
 
