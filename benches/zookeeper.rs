@@ -221,35 +221,7 @@ fn large_tree(zk: &ZkServer) {
 /// after sync and around 21 scrapes, scrape time and size.
 fn scale(zk: &ZkServer, n: usize, extra: &str) {
     let base = unique_path("bench_large");
-    let elections = n.to_string();
-    let sessions = (n / 350).clamp(30, 50).to_string();
-    let log = temp_dir("bench-sim").join("simulate.log");
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .args(["simulate", "--zk", &zk.address(), "--path", &base])
-        .args([
-            "--elections",
-            &elections,
-            "--candidates",
-            "3",
-            "--sessions",
-            &sessions,
-        ])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "simulate to create the candidates",
-        Duration::from_secs(1800),
-        || {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if text.contains("ready in") {
-                Ok(())
-            } else {
-                Err(text)
-            }
-        },
-    );
+    let mut sim = simulated_elections(zk, &base, n);
     let (mut exporter, port, sync) =
         start_timed(&cluster_config(&zk.address(), &format!("{base}/*"), extra));
     let rss_synced = rss_kib(exporter.id(), "VmRSS:");

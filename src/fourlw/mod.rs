@@ -79,16 +79,20 @@ pub enum Failure {
     /// The TLS handshake failed (untrusted or misnamed server certificate,
     /// client certificate refused, plain port).
     Tls,
+    /// The reply stopped before its end marker (the connection closed
+    /// early, or the reply passed the size cap): a part is not a reading.
+    Truncated,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 6] = [
+    pub const ALL: [Failure; 7] = [
         Self::Timeout,
         Self::Connect,
         Self::NotAllowed,
         Self::NotServing,
         Self::Parse,
         Self::Tls,
+        Self::Truncated,
     ];
 
     pub fn label(self) -> &'static str {
@@ -99,6 +103,7 @@ impl Failure {
             Self::NotServing => "not_serving",
             Self::Parse => "parse",
             Self::Tls => "tls",
+            Self::Truncated => "truncated",
         }
     }
 }

@@ -994,6 +994,36 @@ pub fn master_identity(m: &Metrics, election: &str) -> Option<String> {
 
 /// The config snippet of one cluster named `test` with one election glob;
 /// `servers` is comma separated.
+/// `n` elections x 3 candidates under `base/*`, made by `simulate` (no
+/// churn), for benchmarks at scale; the returned process holds their
+/// sessions.
+pub fn simulated_elections(zk: &ZkServer, base: &str, n: usize) -> Child {
+    let elections = n.to_string();
+    let sessions = (n / 350).clamp(30, 50).to_string();
+    let log = temp_dir("bench-sim").join("simulate.log");
+    let sim = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .args(["simulate", "--zk", &zk.address(), "--path", base])
+        .args(["--elections", &elections, "--candidates", "3"])
+        .args(["--sessions", &sessions])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "simulate to create the candidates",
+        Duration::from_secs(1800),
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("ready in") {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    );
+    sim
+}
+
 pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
     let servers: Vec<String> = servers.split(',').map(|s| format!("\"{s}\"")).collect();
     format!(

@@ -59,6 +59,10 @@ pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Recei
 
 /// `cons`, parsed line by line as it arrives: a busy server's reply (about
 /// 200 bytes per connection) is never held whole, only the connections.
+/// ZooKeeper ends the reply with an empty line; without it the list is a
+/// part (the connection closed early, or the reply passed the size cap),
+/// and a session missing from a part is no evidence of a ghost: the reply
+/// counts as failed and the round as incomplete.
 async fn ask_cons(
     server: &str,
     timeout: Duration,
@@ -68,11 +72,13 @@ async fn ask_cons(
     let mut connections = Vec::new();
     let mut refusal = None;
     let mut first = true;
+    let mut ended = false;
     let result = client::exchange_lines(server, Command::Cons.name(), timeout, tls, |line| {
         if first {
             first = false;
             refusal = parse::refusal(line);
         }
+        ended = line.trim().is_empty();
         if let Some(c) = parse::parse_cons_line(line) {
             connections.push(c);
         }
@@ -82,6 +88,7 @@ async fn ask_cons(
         (Err(f), _) => Err(f),
         (Ok(()), Some(Refusal::NotAllowed)) => Err(Failure::NotAllowed),
         (Ok(()), Some(Refusal::NotServing)) => Err(Failure::NotServing),
+        (Ok(()), None) if !ended => Err(Failure::Truncated),
         (Ok(()), None) => Ok(Reply::Cons(connections)),
     };
     Exchange {
@@ -144,6 +151,14 @@ pub async fn poll_once(
                         e.command.name()
                     );
                 }
+                Err(Failure::Truncated) if refused.insert((poll.server.clone(), e.command)) => {
+                    warn!(
+                        cluster = %d.cluster,
+                        server = %poll.server,
+                        "`cons` ended before its end marker (the connection closed early, or the reply passed 16 MiB); \
+                         no session is judged from a part of the list; zookeeper_fourlw_errors_total{{reason=\"truncated\"}} counts each (logged once)"
+                    );
+                }
                 _ => {}
             }
         }
@@ -156,4 +171,45 @@ pub async fn poll_once(
         expiries: &expiries,
     };
     state.ghost_round(polls, round, owners, watchers);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that reads one word, answers `reply` and closes.
+    async fn answering(reply: &'static [u8]) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut word = [0u8; 4];
+            s.read_exact(&mut word).await.unwrap();
+            s.write_all(reply).await.unwrap();
+        });
+        addr
+    }
+
+    const LINE: &[u8] =
+        b" /127.0.0.1:5000[1](queued=0,recved=9,sent=9,sid=0x100,lop=PING,to=4000)\n";
+
+    #[tokio::test]
+    async fn a_cons_reply_counts_only_with_its_end_marker() {
+        let whole: &'static [u8] = [LINE, b"\n"].concat().leak();
+        let addr = answering(whole).await;
+        match ask_cons(&addr, Duration::from_secs(2), None).await.result {
+            Ok(Reply::Cons(c)) => assert_eq!(c[0].session, Some(0x100)),
+            other => panic!("{other:?}"),
+        }
+        // Closed after a whole line but before the empty line, or mid-line:
+        // a part, whose missing sessions prove nothing.
+        for part in [LINE, &LINE[..40]] {
+            let addr = answering(part).await;
+            assert_eq!(
+                ask_cons(&addr, Duration::from_secs(2), None).await.result,
+                Err(Failure::Truncated)
+            );
+        }
+    }
 }

@@ -1,0 +1,165 @@
+//! Configuration reload at scale against a real ZooKeeper: N elections x 3
+//! candidates in one tree, then
+//! (a) a reload adding a small tree (the session stays, every tree of the
+//!     cluster is listed again),
+//! (b) a reload changing a session setting (a new session for the cluster),
+//! (c) for comparison, a restart: process start to `/ready`.
+//! For (a) and (b): the reload's answer, the time until `/ready` is 200
+//! again, and scrapes meanwhile (latency; whether every election kept its
+//! series the whole time: `zookeeper_tree_elections` summed).
+//! Run: cargo bench --bench reload [-- N]   (default 100000; needs Debian's
+//! `zookeeper` package; minutes, and a 3 GiB ZooKeeper heap)
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn post_reload(port: u16) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(
+        b"POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.trim().to_owned())
+            .unwrap_or_default(),
+    )
+}
+
+/// Elections every tree holds, from one scrape.
+fn elections_watched(body: &str) -> f64 {
+    body.lines()
+        .filter(|l| l.starts_with("zookeeper_tree_elections{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn wait_ready(port: u16) {
+    wait_for("/ready 200", Duration::from_secs(300), || {
+        match http_get(port, "/ready") {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+}
+
+/// Scrapes continuously until stopped: each scrape's time and the
+/// elections it showed.
+fn scraper(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(Duration, f64)>> {
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            if let Ok((200, body)) = http_get(port, "/metrics") {
+                seen.push((t.elapsed(), elections_watched(&body)));
+            }
+        }
+        seen
+    })
+}
+
+fn reload(what: &str, port: u16, file: &std::path::Path, config: &str, n: usize) {
+    std::fs::write(file, config).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let scrapes = scraper(port, stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let (status, answer) = post_reload(port);
+    let answered = t.elapsed();
+    assert_eq!(status, 200, "{answer}");
+    // /ready can be 200 for a moment before the session marks the trees
+    // stale: wait until it was not ready once, or 2 s passed.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && matches!(http_get(port, "/ready"), Ok((200, _))) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    wait_ready(port);
+    let synced = t.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let mut seen = scrapes.join().unwrap();
+    let fewest = seen.iter().map(|(_, e)| *e).fold(f64::INFINITY, f64::min);
+    seen.sort_by_key(|(d, _)| *d);
+    let durations: Vec<Duration> = seen.iter().map(|(d, _)| *d).collect();
+    println!(
+        "({what}) {n} elections: reload answered in {answered:.1?} ({answer}); /ready 200 again after {synced:.2?}; \
+         {} scrapes meanwhile: median {:.1?}, max {:.1?}; fewest elections in a scrape: {fewest} ({n} before the reload, {} after)",
+        durations.len(),
+        durations[durations.len() / 2],
+        durations[durations.len() - 1],
+        n + 1,
+    );
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .filter_map(|a| a.parse().ok())
+        .next()
+        .unwrap_or(100_000);
+    // SAFETY: set before any thread of this process reads the environment.
+    unsafe { std::env::set_var("ZKEE_ZK_HEAP", "3g") };
+    let zk = ZkServer::start();
+    let base = unique_path("bench_reload");
+    let mut sim = simulated_elections(&zk, &format!("{base}/big"), n);
+    let mut small = simulated_elections(&zk, &format!("{base}/small"), 1);
+
+    let dir = temp_dir("bench-reload");
+    let file = dir.join("c.toml");
+    let port = free_port();
+    let cluster = |trees: &[&str], extra: &str| {
+        let mut s = format!(
+            "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\n{extra}",
+            zk.address()
+        );
+        for t in trees {
+            s.push_str(&format!(
+                "[[clusters.elections]]\npath = \"{base}/{t}/*\"\n"
+            ));
+        }
+        s
+    };
+    std::fs::write(&file, cluster(&["big"], "")).unwrap();
+    let started = Instant::now();
+    let mut exporter = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .arg("--config")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port);
+    println!(
+        "(c) {n} elections: process start to /ready 200 in {:.2?} (what a restart costs, counters and history lost)",
+        started.elapsed()
+    );
+    reload("a", port, &file, &cluster(&["big", "small"], ""), n);
+    reload(
+        "b",
+        port,
+        &file,
+        &cluster(&["big", "small"], "session_timeout = \"12s\"\n"),
+        n,
+    );
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    for p in [&mut sim, &mut small] {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+}
