@@ -59,9 +59,13 @@ fn wait_ready(port: u16) {
     });
 }
 
-/// Scrapes continuously until stopped: each scrape's time and the
-/// elections it showed.
-fn scraper(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(Duration, f64)>> {
+/// Scrapes every `pace` (back to back when zero) until stopped: each
+/// scrape's time and the elections it showed.
+fn scraper(
+    port: u16,
+    pace: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(Duration, f64)>> {
     std::thread::spawn(move || {
         let mut seen = Vec::new();
         while !stop.load(Ordering::Relaxed) {
@@ -69,15 +73,16 @@ fn scraper(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(Dur
             if let Ok((200, body)) = http_get(port, "/metrics") {
                 seen.push((t.elapsed(), elections_watched(&body)));
             }
+            std::thread::sleep(pace.saturating_sub(t.elapsed()));
         }
         seen
     })
 }
 
-fn reload(what: &str, port: u16, file: &std::path::Path, config: &str, n: usize) {
+fn reload(what: &str, port: u16, file: &std::path::Path, config: &str, n: usize, pace: Duration) {
     std::fs::write(file, config).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let scrapes = scraper(port, stop.clone());
+    let scrapes = scraper(port, pace, stop.clone());
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
     let (status, answer) = post_reload(port);
@@ -95,15 +100,15 @@ fn reload(what: &str, port: u16, file: &std::path::Path, config: &str, n: usize)
     stop.store(true, Ordering::Relaxed);
     let mut seen = scrapes.join().unwrap();
     let fewest = seen.iter().map(|(_, e)| *e).fold(f64::INFINITY, f64::min);
+    let most = seen.iter().map(|(_, e)| *e).fold(0.0, f64::max);
     seen.sort_by_key(|(d, _)| *d);
     let durations: Vec<Duration> = seen.iter().map(|(d, _)| *d).collect();
     println!(
-        "({what}) {n} elections: reload answered in {answered:.1?} ({answer}); /ready 200 again after {synced:.2?}; \
-         {} scrapes meanwhile: median {:.1?}, max {:.1?}; fewest elections in a scrape: {fewest} ({n} before the reload, {} after)",
+        "({what}) {n} elections, a scrape every {pace:?} (0: back to back): reload answered in {answered:.1?} ({answer}); /ready 200 again after {synced:.2?}; \
+         {} scrapes meanwhile: median {:.1?}, max {:.1?}; elections in a scrape: {fewest} to {most}",
         durations.len(),
         durations[durations.len() / 2],
         durations[durations.len() - 1],
-        n + 1,
     );
 }
 
@@ -148,14 +153,17 @@ fn main() {
         "(c) {n} elections: process start to /ready 200 in {:.2?} (what a restart costs, counters and history lost)",
         started.elapsed()
     );
-    reload("a", port, &file, &cluster(&["big", "small"], ""), n);
-    reload(
-        "b",
-        port,
-        &file,
-        &cluster(&["big", "small"], "session_timeout = \"12s\"\n"),
-        n,
-    );
+    // Each change twice: with a scrape a second (a busy Prometheus), and
+    // with scrapes back to back (two cores shared by the listing, the
+    // renders and ZooKeeper).
+    let start = cluster(&["big"], "");
+    let grown = cluster(&["big", "small"], "");
+    let renewed = cluster(&["big", "small"], "session_timeout = \"12s\"\n");
+    for pace in [Duration::from_secs(1), Duration::ZERO] {
+        reload("a: a tree added", port, &file, &grown, n, pace);
+        reload("b: a session setting", port, &file, &renewed, n, pace);
+        reload("r: back to the start", port, &file, &start, n, pace);
+    }
     let _ = exporter.kill();
     let _ = exporter.wait();
     for p in [&mut sim, &mut small] {
