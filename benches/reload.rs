@@ -13,34 +13,12 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-
-fn post_reload(port: u16) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(
-        b"POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (
-        status,
-        text.split_once("\r\n\r\n")
-            .map(|(_, b)| b.trim().to_owned())
-            .unwrap_or_default(),
-    )
-}
 
 /// Elections every tree holds, from one scrape.
 fn elections_watched(body: &str) -> f64 {
@@ -85,7 +63,8 @@ fn reload(what: &str, port: u16, file: &std::path::Path, config: &str, n: usize,
     let scrapes = scraper(port, pace, stop.clone());
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
-    let (status, answer) = post_reload(port);
+    let (status, answer) = http_request(port, "POST", "/-/reload", &[]).unwrap();
+    let answer = answer.trim().to_owned();
     let answered = t.elapsed();
     assert_eq!(status, 200, "{answer}");
     // /ready can be 200 for a moment before the session marks the trees

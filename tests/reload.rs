@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use base64::Engine;
@@ -15,27 +13,9 @@ use common::*;
 
 const T: Duration = Duration::from_secs(30);
 
-/// A request with `method`; status and body.
-fn request(port: u16, method: &str, path: &str, headers: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n{headers}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+/// `method` on `path`; status and body.
+fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    http_request(port, method, path, headers).unwrap()
 }
 
 fn gauge(m: &Metrics, name: &str) -> Option<f64> {
@@ -132,7 +112,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
     assert!(two_session.starts_with("0x"), "{two_session}");
 
     // GET is refused, as Prometheus refuses it.
-    assert_eq!(request(port, "GET", "/-/reload", "").0, 405);
+    assert_eq!(request(port, "GET", "/-/reload", &[]).0, 405);
 
     // Cluster one gains tree b: bot_9 appears, bot_1 keeps its switch count,
     // both clusters keep their sessions (only trees changed in one).
@@ -142,7 +122,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         cluster("two", &[&tree_c])
     );
     std::fs::write(&file, &grown).unwrap();
-    let (status, body) = request(port, "POST", "/-/reload", "");
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains("kept 1, trees changed 1, rebuilt 0"),
@@ -173,7 +153,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         1,
     );
     std::fs::write(&file, &grown).unwrap();
-    let (status, body) = request(port, "POST", "/-/reload", "");
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains("kept 1, trees changed 0, rebuilt 1"),
@@ -209,7 +189,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         format!("{grown}[[clusters]]\nname = \"one\"\nservers = [\"x:1\"]\n"),
     )
     .unwrap();
-    let (status, body) = request(port, "POST", "/-/reload", "");
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
     assert_eq!(status, 500, "{body}");
     assert!(
         body.contains("failed to reload config") && body.contains("clusters[2].name"),
@@ -280,12 +260,12 @@ fn reload_sits_behind_basic_auth() {
         &[],
         port,
     );
-    assert_eq!(request(port, "POST", "/-/reload", "").0, 401);
+    assert_eq!(request(port, "POST", "/-/reload", &[]).0, 401);
     let auth = format!(
-        "Authorization: Basic {}\r\n",
+        "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("ops:s3cret")
     );
-    let (status, body) = request(port, "POST", "/-/reload", &auth);
+    let (status, body) = request(port, "POST", "/-/reload", &[("Authorization", &auth)]);
     assert_eq!(status, 200, "{body}");
     drop(exporter);
 }
@@ -344,7 +324,7 @@ async fn a_removed_clusters_pushed_alert_resolves() {
     // Only [alerting] changes: the pusher restarts and carries on; the
     // alerts stay firing.
     std::fs::write(&file, format!("{web}{}{gone}{stay}", alerting("2s"))).unwrap();
-    let (status, body) = request(port, "POST", "/-/reload", "");
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains("kept 2") && body.contains("alert pusher"),
@@ -353,7 +333,7 @@ async fn a_removed_clusters_pushed_alert_resolves() {
 
     // Cluster gone is removed: its alert resolves, stay's keeps firing.
     std::fs::write(&file, format!("{web}{}{stay}", alerting("2s"))).unwrap();
-    let (status, body) = request(port, "POST", "/-/reload", "");
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("removed 1"), "{body}");
     wait_for("only stay's alert left", T, || {

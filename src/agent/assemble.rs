@@ -7,12 +7,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::ClusterConfig;
+use crate::model::carry::TreePlan;
 use crate::model::tree::Tree;
 use crate::model::{ClusterState, SharedCluster};
 use crate::sources;
 use crate::sources::fourlw::ghost::{self, GhostCheck};
 use crate::sources::fourlw::poller::Poller;
-use crate::sources::zk::lifecycle::TreePlan;
 
 /// One cluster, assembled: its shared models, its scrape-time poller and
 /// the tasks that feed the models.

@@ -22,9 +22,9 @@ use super::assemble::{Cluster, assemble, configured_trees, models};
 use crate::config::{ClusterConfig, Config};
 use crate::http::ReloadRequest;
 use crate::model::alerting::{Book, PushStats};
+use crate::model::carry::TreePlan;
 use crate::model::{ClusterState, Roster, SharedCluster};
 use crate::sources::fourlw::poller::Poller;
-use crate::sources::zk::lifecycle::TreePlan;
 
 /// How long a stopping cluster's tasks get before they are aborted.
 const STOP_GRACE: Duration = Duration::from_secs(10);

@@ -4,6 +4,15 @@
 
 use super::tree::{Tree, TreeSource};
 
+/// A reload's new set of configured trees for a cluster whose session
+/// stays: `fresh` are new models, `kept[j] = Some(i)` says fresh tree `j` is
+/// configured tree `i` now, unchanged, whose model stays.
+#[derive(Debug)]
+pub struct TreePlan {
+    pub fresh: Vec<Tree>,
+    pub kept: Vec<Option<usize>>,
+}
+
 /// The trees of a cluster after a reload. `fresh` are the configured trees
 /// now, new models; `kept[j] = Some(i)` says fresh tree `j` is configured
 /// tree `i` of `old` unchanged, whose model takes its place. When

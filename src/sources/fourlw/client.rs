@@ -133,7 +133,7 @@ pub async fn exchange_lines(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Instant;
 
@@ -164,7 +164,7 @@ mod tests {
     }
 
     /// A server that reads one word, answers `reply` and closes.
-    async fn answer_once(reply: &'static [u8]) -> String {
+    pub(crate) async fn answer_once(reply: &'static [u8]) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         tokio::spawn(async move {

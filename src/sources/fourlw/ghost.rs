@@ -176,20 +176,7 @@ pub async fn poll_once(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// A server that reads one word, answers `reply` and closes.
-    async fn answering(reply: &'static [u8]) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut word = [0u8; 4];
-            s.read_exact(&mut word).await.unwrap();
-            s.write_all(reply).await.unwrap();
-        });
-        addr
-    }
+    use crate::sources::fourlw::client::tests::answer_once;
 
     const LINE: &[u8] =
         b" /127.0.0.1:5000[1](queued=0,recved=9,sent=9,sid=0x100,lop=PING,to=4000)\n";
@@ -197,7 +184,7 @@ mod tests {
     #[tokio::test]
     async fn a_cons_reply_counts_only_with_its_end_marker() {
         let whole: &'static [u8] = [LINE, b"\n"].concat().leak();
-        let addr = answering(whole).await;
+        let addr = answer_once(whole).await;
         match ask_cons(&addr, Duration::from_secs(2), None).await.result {
             Ok(Reply::Cons(c)) => assert_eq!(c[0].session, Some(0x100)),
             other => panic!("{other:?}"),
@@ -205,7 +192,7 @@ mod tests {
         // Closed after a whole line but before the empty line, or mid-line:
         // a part, whose missing sessions prove nothing.
         for part in [LINE, &LINE[..40]] {
-            let addr = answering(part).await;
+            let addr = answer_once(part).await;
             assert_eq!(
                 ask_cons(&addr, Duration::from_secs(2), None).await.result,
                 Err(Failure::Truncated)

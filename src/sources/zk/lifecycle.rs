@@ -10,17 +10,8 @@ use super::connect::{Backoff, connect, explain_connect_error};
 use super::session::{End, Session};
 use crate::config::ClusterConfig;
 use crate::model::SharedCluster;
+use crate::model::carry::TreePlan;
 use crate::model::session::SessionState;
-use crate::model::tree::Tree;
-
-/// A reload's new set of configured trees for a cluster whose session
-/// stays: `fresh` are new models, `kept[j] = Some(i)` says fresh tree `j` is
-/// configured tree `i` now, unchanged, whose model stays.
-#[derive(Debug)]
-pub struct TreePlan {
-    pub fresh: Vec<Tree>,
-    pub kept: Vec<Option<usize>>,
-}
 
 /// Runs the cluster until `shutdown` flips to true. Never returns early on
 /// ZooKeeper trouble: every failure is recorded and retried.

@@ -16,7 +16,6 @@ use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult, SessionState as ZkState};
 
 use super::connect::describe_sync_error;
-use super::lifecycle::TreePlan;
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
@@ -26,6 +25,7 @@ use super::watch::{
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
 use crate::model::SharedCluster;
+use crate::model::carry::TreePlan;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
 use crate::model::shared::Listed;
