@@ -54,12 +54,12 @@ pub(super) struct Running {
     pusher: Option<Pusher>,
 }
 
-fn launch(config: &ClusterConfig, state: ClusterState) -> Live {
+fn launch(config: &ClusterConfig, state: SharedCluster) -> Live {
     let (stop, rx) = watch::channel(false);
     Live {
         config: config.clone(),
         fingerprint: config.fingerprint(),
-        cluster: assemble(config.clone(), SharedCluster::new(state), &rx),
+        cluster: assemble(config.clone(), state, &rx),
         stop,
     }
 }
@@ -111,7 +111,7 @@ impl Running {
             live: config
                 .clusters
                 .iter()
-                .map(|c| launch(c, models(c)))
+                .map(|c| launch(c, SharedCluster::new(models(c))))
                 .collect(),
             pusher: None,
         };
@@ -184,19 +184,21 @@ impl Running {
                     retreed += 1;
                 }
                 Some(i) => {
-                    // The old one serves its last values until the new one
-                    // takes over its models.
+                    // The old sources stop; the models stay in place and
+                    // serve their last values while the new sources start
+                    // on what they carry over.
                     let old_live = self.live.remove(i);
                     let old_config = old_live.config.clone();
-                    let models_before = stop(old_live).await.take();
-                    let state = carried(&old_config, models_before, config);
+                    let state = stop(old_live).await;
+                    state.rebuild(|old| carried(&old_config, old, config));
                     self.live.insert(i, launch(config, state));
                     self.publish();
                     info!(cluster = %config.name, "reload: cluster changed, new session; unchanged trees keep their state");
                     rebuilt += 1;
                 }
                 None => {
-                    self.live.push(launch(config, models(config)));
+                    self.live
+                        .push(launch(config, SharedCluster::new(models(config))));
                     self.publish();
                     info!(cluster = %config.name, "reload: cluster added");
                     added += 1;

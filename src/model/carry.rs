@@ -113,4 +113,15 @@ mod tests {
         assert!(c.trees[0].has_parent("/a/x"));
         assert_eq!(c.session.reconnects, 3);
     }
+
+    #[test]
+    fn a_rebuilt_ensemble_counts_on_from_the_old_one() {
+        let mut old = ClusterState::new("c".into(), vec![], true);
+        for _ in 0..3 {
+            old.ensemble.as_mut().unwrap().apply(vec![]);
+        }
+        let mut c = ClusterState::new("c".into(), vec![], true);
+        c.adopt(old, &[], true);
+        assert_eq!(c.ensemble.as_ref().unwrap().generation(), 4);
+    }
 }

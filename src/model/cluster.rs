@@ -155,6 +155,9 @@ impl ClusterState {
         self.trees = carry::trees(old.trees, fresh, kept, keep_found);
         self.events = old.events;
         self.session = old.session;
+        if let (Some(new), Some(earlier)) = (&mut self.ensemble, &old.ensemble) {
+            new.follow(earlier.generation());
+        }
     }
 
     /// A reload changed only the cluster's trees: the session stays and

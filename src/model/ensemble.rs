@@ -214,6 +214,12 @@ impl Ensemble {
         self.generation
     }
 
+    /// Counts on from an earlier ensemble of the same cluster (one a reload
+    /// replaced), so nothing cached for the earlier one matches this one.
+    pub fn follow(&mut self, earlier: u64) {
+        self.generation = self.generation.max(earlier + 1);
+    }
+
     pub fn servers(&self) -> impl Iterator<Item = (&str, &ServerHealth)> {
         self.servers.iter().map(|(k, v)| (k.as_str(), v))
     }

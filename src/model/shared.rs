@@ -26,13 +26,14 @@ impl SharedCluster {
         Self(Arc::new(RwLock::new(state)))
     }
 
-    /// Takes the models out (for a reload to carry them into the cluster
-    /// rebuilt from them), leaving an empty, unconnected cluster of the
-    /// same name for whoever still holds this one.
-    pub fn take(&self) -> ClusterState {
+    /// Replaces the models with what `rebuild` makes of them, under one
+    /// lock: readers see the old models or the new, never none (a reload
+    /// rebuilding the cluster).
+    pub fn rebuild(&self, rebuild: impl FnOnce(ClusterState) -> ClusterState) {
         let mut g = self.write();
-        let empty = ClusterState::new(g.name.clone(), Vec::new(), false);
-        std::mem::replace(&mut *g, empty)
+        let placeholder = ClusterState::new(g.name.clone(), Vec::new(), false);
+        let old = std::mem::replace(&mut *g, placeholder);
+        *g = rebuild(old);
     }
 
     /// A reload's new set of configured trees (see
@@ -41,8 +42,9 @@ impl SharedCluster {
         self.write().retree(fresh, kept);
     }
 
-    /// Tells this cluster's models from any other's (a rebuilt cluster of
-    /// the same name has new ones), while both exist.
+    /// Tells this cluster's models from another cluster's while both exist
+    /// (a reload rebuilds a cluster in place: its ensemble's generations
+    /// then count on, see [`crate::model::ensemble::Ensemble::follow`]).
     pub fn identity(&self) -> usize {
         Arc::as_ptr(&self.0) as usize
     }
