@@ -126,7 +126,12 @@ pub async fn run(
                 let outcome = match loader() {
                     Ok(next) => {
                         let done = agent.apply(&current, &next).await;
-                        current = next;
+                        // [web] stays as started (read at start only), so
+                        // every later reload still says it differs.
+                        current = Config {
+                            web: current.web,
+                            ..next
+                        };
                         reloads.succeeded(std::time::SystemTime::now());
                         info!("configuration reloaded: {done}");
                         Ok(done)

@@ -245,6 +245,25 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
             .any(|(labels, _)| labels.get("cluster").is_some_and(|v| v == "two")),
         "no series of cluster two remain"
     );
+
+    // [web] is read at start only: a reload says so, every time, and the
+    // metrics stay where they were.
+    let moved = format!(
+        "{}telemetry_path = \"/other\"\n{}",
+        web,
+        cluster("one", &[&tree_a, &tree_b])
+    );
+    std::fs::write(&file, &moved).unwrap();
+    for _ in 0..2 {
+        let (status, body) = request(port, "POST", "/-/reload", &[]);
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains("[web] changes apply at the next start"),
+            "{body}"
+        );
+    }
+    assert_eq!(http_get(port, "/metrics").unwrap().0, 200);
+    assert_eq!(http_get(port, "/other").unwrap().0, 404);
     drop(admin);
 }
 
