@@ -13,25 +13,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::program::Program;
+use common::program::{Program, alertmanager, prometheus};
 use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(180);
-
-fn alertmanager(tag: &str) -> Program {
-    Program::start(tag, |dir, port| {
-        std::fs::write(
-            dir.join("am.yml"),
-            "route:\n  receiver: none\nreceivers:\n  - name: none\n",
-        )
-        .unwrap();
-        format!(
-            "prometheus-alertmanager --config.file={d}/am.yml --storage.path={d}/data --web.listen-address=127.0.0.1:{port} --cluster.listen-address=",
-            d = dir.display()
-        )
-    })
-}
 
 fn has_alert(am: &Program, name: &str) -> bool {
     am.get_json("/api/v2/alerts?active=true")
@@ -63,22 +49,13 @@ async fn push_versus_rule(zk: &ZkServer) {
     ))
     .unwrap();
     let (rule_port, exporter_port) = (rule_am.port, exporter.port);
-    let _prometheus = Program::start("prometheus-bench", |dir, port| {
-        std::fs::write(dir.join("rules.yml"), &rules).unwrap();
-        std::fs::write(
-            dir.join("prometheus.yml"),
-            format!(
-                "global:\n  scrape_interval: 15s\n  evaluation_interval: 15s\nrule_files:\n  - rules.yml\n\
-                 alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{rule_port}']\n\
-                 scrape_configs:\n  - job_name: zk\n    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n"
-            ),
-        )
-        .unwrap();
-        format!(
-            "prometheus --config.file={d}/prometheus.yml --storage.tsdb.path={d}/data --web.listen-address=127.0.0.1:{port}",
-            d = dir.display()
-        )
-    });
+    let _prometheus = prometheus(
+        "prometheus-bench",
+        &rules,
+        "15s",
+        rule_port,
+        &[exporter_port],
+    );
     exporter
         .until("the master", T, |m| {
             master_identity(m, &election).as_deref() == Some("device-a")

@@ -250,7 +250,7 @@ fn fast_rules() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
-    use common::program::{Program, query};
+    use common::program::{prometheus, query};
     let zk = shared_server();
     let base = unique_path("dedup");
     let admin = client(&zk.address()).await;
@@ -272,27 +272,8 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
         )
     );
     let replicas = [Exporter::start(&config), Exporter::start(&config)];
-    let targets: Vec<String> = replicas
-        .iter()
-        .map(|r| format!("'127.0.0.1:{}'", r.port))
-        .collect();
-    let prometheus = Program::start("prometheus-dedup", |dir, port| {
-        std::fs::write(dir.join("rules.yml"), fast_rules()).unwrap();
-        std::fs::write(
-            dir.join("prometheus.yml"),
-            format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - rules.yml\n\
-                 alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n\
-                 scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: [{}]\n",
-                targets.join(", ")
-            ),
-        )
-        .unwrap();
-        format!(
-            "prometheus --config.file={d}/prometheus.yml --storage.tsdb.path={d}/data --web.listen-address=127.0.0.1:{port} --rules.alert.resend-delay=1s",
-            d = dir.display()
-        )
-    });
+    let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
+    let prometheus = prometheus("prometheus-dedup", &fast_rules(), "1s", am_port, &ports);
     for r in &replicas {
         r.until("the master exported", T, |m| {
             master_identity(m, &election).as_deref() == Some("device-a")

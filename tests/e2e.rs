@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::program::{Program, alertmanager, alerts_in_alertmanager, query};
+use common::program::{alertmanager, alerts_in_alertmanager, prometheus, query};
 use common::*;
 use serde_json::Value;
 
@@ -121,22 +121,7 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
         .collect::<Vec<_>>()
         .join("\n");
     let (am_port, exporter_port) = (am.port, exporter.port);
-    let prometheus = Program::start("prometheus", |dir, port| {
-        std::fs::write(dir.join("rules.yml"), &fast).unwrap();
-        std::fs::write(
-            dir.join("prometheus.yml"),
-            format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - rules.yml\n\
-                 alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n\
-                 scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n"
-            ),
-        )
-        .unwrap();
-        format!(
-            "prometheus --config.file={d}/prometheus.yml --storage.tsdb.path={d}/data --web.listen-address=127.0.0.1:{port} --rules.alert.resend-delay=1s",
-            d = dir.display()
-        )
-    });
+    let prometheus = prometheus("prometheus", &fast, "1s", am_port, &[exporter_port]);
 
     // Every alert expression and every dashboard query parses in this Prometheus.
     for line in rules

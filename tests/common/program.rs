@@ -87,6 +87,37 @@ pub fn alertmanager(tag: &str) -> Program {
     })
 }
 
+/// Debian's Prometheus scraping the agents on `targets` every `interval`
+/// under the job name the shipped rules select (`zk-election-exporter`),
+/// evaluating `rules` as often and sending alerts to the Alertmanager on
+/// port `alertmanager`.
+pub fn prometheus(
+    tag: &str,
+    rules: &str,
+    interval: &str,
+    alertmanager: u16,
+    targets: &[u16],
+) -> Program {
+    let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+    Program::start(tag, |dir, port| {
+        std::fs::write(dir.join("rules.yml"), rules).unwrap();
+        std::fs::write(
+            dir.join("prometheus.yml"),
+            format!(
+                "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\nrule_files:\n  - rules.yml\n\
+                 alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{alertmanager}']\n\
+                 scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            ),
+        )
+        .unwrap();
+        format!(
+            "prometheus --config.file={d}/prometheus.yml --storage.tsdb.path={d}/data --web.listen-address=127.0.0.1:{port} --rules.alert.resend-delay=1s",
+            d = dir.display()
+        )
+    })
+}
+
 pub fn alerts_in_alertmanager(am: &Program, name: &str) -> Result<Vec<Value>, String> {
     alerts_at(am.port, name)
 }
