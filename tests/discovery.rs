@@ -175,26 +175,35 @@ async fn discovery_classifies_every_kind_of_tree() {
     );
 
     let bot_1 = format!("{base}/bots/bot_1");
-    let m = exporter
-        .until("discovered elections exported", T, |m| {
-            m.get("zookeeper_election_candidates", &election_labels(&bot_1)) == Some(2.0)
-        })
-        .await;
-    assert_eq!(master_identity(&m, &bot_1).as_deref(), Some("phone-1"));
     let lock = format!("{base}/locks/resource_a");
     let lock_labels = [("cluster", "test"), ("lock", lock.as_str())];
-    let m = exporter
-        .until("the locks exported", T, |m| {
-            m.get("zookeeper_lock_held", &lock_labels) == Some(1.0)
-        })
-        .await;
-    assert_eq!(
-        m.get(
-            "zookeeper_lock_holders",
-            &[("lock", &*format!("{base}/locks/resource_b"))]
-        ),
-        Some(1.0)
+    let (resource_b, rs, api) = (
+        format!("{base}/locks/resource_b"),
+        format!("{base}/hbase/rs"),
+        format!("{base}/services/api"),
     );
+    let kinds = |kind| [("cluster", "test"), ("kind", kind)];
+    let (election, group, lock_kind) = (kinds("election"), kinds("group"), kinds("lock"));
+    // Every value below comes from trees listed one after another: wait
+    // for all of them in one scrape.
+    let m = exporter
+        .until_values(
+            "every discovered tree exported",
+            T,
+            &[
+                ("zookeeper_election_candidates", &election_labels(&bot_1), Some(2.0)),
+                ("zookeeper_lock_held", &lock_labels, Some(1.0)),
+                ("zookeeper_lock_holders", &[("lock", &resource_b)], Some(1.0)),
+                ("zookeeper_group_members", &[("group", &rs)], Some(2.0)),
+                ("zookeeper_group_members", &[("group", &api)], Some(1.0)),
+                ("zookeeper_discovery_trees", &election, Some(1.0)),
+                ("zookeeper_discovery_trees", &group, Some(2.0)),
+                ("zookeeper_discovery_trees", &lock_kind, Some(1.0)),
+                ("zookeeper_discovery_truncated", &[("cluster", "test")], Some(0.0)),
+            ],
+        )
+        .await;
+    assert_eq!(master_identity(&m, &bot_1).as_deref(), Some("phone-1"));
     assert_eq!(
         m.series("zookeeper_election_has_master", &[])
             .iter()
@@ -202,45 +211,6 @@ async fn discovery_classifies_every_kind_of_tree() {
             .count(),
         0,
         "no election but the bots"
-    );
-    assert_eq!(
-        m.get(
-            "zookeeper_group_members",
-            &[("group", &*format!("{base}/hbase/rs"))]
-        ),
-        Some(2.0)
-    );
-    assert_eq!(
-        m.get(
-            "zookeeper_group_members",
-            &[("group", &*format!("{base}/services/api"))]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.get(
-            "zookeeper_discovery_trees",
-            &[("cluster", "test"), ("kind", "election")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.get(
-            "zookeeper_discovery_trees",
-            &[("cluster", "test"), ("kind", "group")]
-        ),
-        Some(2.0)
-    );
-    assert_eq!(
-        m.get(
-            "zookeeper_discovery_trees",
-            &[("cluster", "test"), ("kind", "lock")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.get("zookeeper_discovery_truncated", &[("cluster", "test")]),
-        Some(0.0)
     );
     assert!(
         m.get("zookeeper_discovery_nodes_walked", &[("cluster", "test")])
@@ -350,8 +320,12 @@ async fn configured_trees_win_over_discovered_ones() {
             "configured".to_owned()
         )]
     );
-    let m = exporter.metrics().unwrap();
     let bot_1 = format!("{base}/bots/bot_1");
+    let m = exporter
+        .until("the configured election listed", T, |m| {
+            m.get("zookeeper_election_has_master", &election_labels(&bot_1)) == Some(1.0)
+        })
+        .await;
     assert_eq!(
         m.series("zookeeper_election_master", &election_labels(&bot_1))
             .len(),
@@ -503,14 +477,21 @@ async fn discovery_recognises_known_systems_at_any_root() {
         "the registry is the system's, not a second generic group: {found:?}"
     );
     let controller = format!("{kafka}/controller");
-    let m = exporter
-        .until("the recognised controller", T, |m| {
-            master_identity(m, &controller).as_deref() == Some("3")
-        })
-        .await;
     let e = election_labels(&controller);
-    assert_eq!(m.get("zookeeper_election_epoch", &e), Some(7.0));
-    assert_eq!(m.get("zookeeper_election_candidates", &e), Some(3.0));
+    // The epoch and the candidates (the broker registry) are read with
+    // other trees than the controller: wait for all of them.
+    let m = exporter
+        .until_values(
+            "the recognised controller with its epoch and brokers",
+            T,
+            &[
+                ("zookeeper_election_has_master", &e, Some(1.0)),
+                ("zookeeper_election_epoch", &e, Some(7.0)),
+                ("zookeeper_election_candidates", &e, Some(3.0)),
+            ],
+        )
+        .await;
+    assert_eq!(master_identity(&m, &controller).as_deref(), Some("3"));
     assert_eq!(
         m.get("zookeeper_election_discovered", &e),
         None,

@@ -704,6 +704,34 @@ impl Exporter {
         .await
     }
 
+    /// Waits until one scrape shows every `(name, labels, value)` of
+    /// `expected` (`None`: no such single series); on timeout names each
+    /// value that differed. Tests assert what this established instead of
+    /// reading other values from the scrape that met a single condition.
+    pub async fn until_values(
+        &self,
+        what: &str,
+        timeout: Duration,
+        expected: &[(&str, &[(&str, &str)], Option<f64>)],
+    ) -> Metrics {
+        wait_for_async(what, timeout, || {
+            let m = self.metrics()?;
+            let wrong: Vec<String> = expected
+                .iter()
+                .filter_map(|(name, labels, want)| {
+                    let got = m.get(name, labels);
+                    (got != *want).then(|| format!("{name}{labels:?} = {got:?}, want {want:?}"))
+                })
+                .collect();
+            if wrong.is_empty() {
+                Ok(m)
+            } else {
+                Err(wrong.join("; "))
+            }
+        })
+        .await
+    }
+
     /// Waits until `/ready` answers 503 with `reason` in its body; returns it.
     pub async fn until_not_ready(&self, reason: &str, timeout: Duration) -> String {
         wait_for_async("a reason in /ready", timeout, || {
