@@ -60,6 +60,18 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
+        names::SERVER_NOT_SERVING,
+        "1 if the server answered but refused clients as not currently serving requests (starting, syncing or without quorum), 0 while it serves; absent when it answered nothing.",
+        MetricType::Gauge,
+        |m| {
+            each_server(clusters, |l, h| {
+                h.not_serving()
+                    .map_or(Ok(()), |n| gauge(m, l, f64::from(u8::from(n))))
+            })
+        },
+    )?;
+    family(
+        enc,
         names::SERVER_STATE,
         "Role of the server (mntr zk_server_state or srvr Mode): 1 for the current state.",
         MetricType::Gauge,

@@ -38,6 +38,7 @@ pub const UP: &str = "zookeeper_up";
 pub const RUOK: &str = "zookeeper_ruok";
 pub const SERVER_STATE: &str = "zookeeper_server_state";
 pub const SERVER_LEADER: &str = "zookeeper_server_leader";
+pub const SERVER_NOT_SERVING: &str = "zookeeper_server_not_serving";
 pub const SERVER_INFO: &str = "zookeeper_server_info";
 pub const ZXID_EPOCH: &str = "zookeeper_zxid_epoch";
 pub const ZXID_COUNTER: &str = "zookeeper_zxid_counter";
@@ -162,6 +163,7 @@ pub const ALL: &[&str] = &[
     RUOK,
     SERVER_STATE,
     SERVER_LEADER,
+    SERVER_NOT_SERVING,
     SERVER_INFO,
     ZXID_EPOCH,
     ZXID_COUNTER,

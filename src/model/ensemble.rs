@@ -120,6 +120,23 @@ impl ServerHealth {
         }
     }
 
+    /// Whether the member refuses clients while it runs: `Some(true)` when it
+    /// is not up and one of its last exchanges was answered with "not
+    /// currently serving requests" (starting, syncing, or without quorum),
+    /// `Some(false)` when it is up, `None` when it answered nothing (down
+    /// or unverified). The rules tell a member that is alive but outside
+    /// the quorum from one that is gone by this, so the two never page
+    /// together.
+    pub fn not_serving(&self) -> Option<bool> {
+        if self.up() {
+            return Some(false);
+        }
+        self.last
+            .values()
+            .any(|e| matches!(e.result, Err(crate::fourlw::Failure::NotServing)))
+            .then_some(true)
+    }
+
     /// Not up, and every failed exchange failed its TLS handshake: the
     /// server accepted a connection, so it is not shown down, but nothing
     /// about it could be verified (a certificate problem, said apart).
@@ -449,5 +466,27 @@ mod tests {
         );
         assert_eq!(a.read_only(), None);
         assert!(!a.up());
+    }
+
+    #[test]
+    fn a_member_that_refuses_as_not_serving_is_told_from_one_that_is_gone() {
+        let mut e = Ensemble::default();
+        let not_serving = "This ZooKeeper instance is not currently serving requests\n";
+        e.apply(vec![
+            poll(
+                "syncing",
+                vec![ex(Command::Mntr, not_serving), ex(Command::Srvr, not_serving)],
+            ),
+            poll("gone", vec![failed(Command::Mntr, Failure::Connect)]),
+            poll("hung", vec![failed(Command::Mntr, Failure::Timeout)]),
+            poll("tls", vec![failed(Command::Mntr, Failure::Tls)]),
+            poll("serving", vec![ex(Command::Mntr, "zk_server_state\tleader\n")]),
+        ]);
+        let state = |s: &str| e.server(s).unwrap().not_serving();
+        assert_eq!(state("syncing"), Some(true));
+        assert_eq!(state("gone"), None, "no answer is no evidence of a live member");
+        assert_eq!(state("hung"), None);
+        assert_eq!(state("tls"), None);
+        assert_eq!(state("serving"), Some(false));
     }
 }
