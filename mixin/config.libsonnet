@@ -9,8 +9,17 @@
     selector: 'job="zk-election-exporter"',
 
     // Where docs/runbooks.md is published; each alert links to
-    // <runbookURL>#<alertname in lower case>.
-    runbookURL: 'docs/runbooks.md',
+    // <runbookURL>#<alertname in lower case>. Absolute: the link reaches
+    // Alertmanager and the pager as it is, where a relative path leads
+    // nowhere. Point it at your own copy when you publish one.
+    runbookURL: 'https://github.com/zk-election-exporter/zk-election-exporter/blob/main/docs/runbooks.md',
+
+    // ZooKeeperServerDown and ZooKeeperNotServing judge the same window: a
+    // member that served at no scrape in it pages as down when it answered
+    // at no scrape either, as not serving when it answered "not currently
+    // serving" at one. One window for both keeps them exclusive; it must
+    // be longer than a routine restart (JVM start and sync with the leader).
+    memberWindow: '2m',
 
     // Per alert: `for` (how long the condition must hold before it fires;
     // null for alerts that judge a window instead) and thresholds. Text in
@@ -58,6 +67,7 @@
       ZooKeeperExporterTreeNotSynced: { 'for': '5m' },
       ZooKeeperExporterSessionExpired: { 'for': null },
       ZooKeeperExporterDown: { 'for': '2m' },
+      ZooKeeperExporterReplicaDown: { 'for': '5m' },
     },
 
     dashboards: {

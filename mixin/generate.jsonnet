@@ -15,6 +15,26 @@ local header = |||
 {
   'alerts/zookeeper.rules.yml': header + util.yaml({ groups: groups }),
 
+  // The inhibit rules alone, to add to an Alertmanager configuration.
+  'alerts/inhibit_rules.yml': header + util.yaml({ inhibit_rules: mixin.alertmanagerInhibitRules }),
+
+  // The compose stack's Alertmanager: routes by severity and the inhibit rules.
+  'deploy/alertmanager.yml': header + |||
+    # Route by severity: critical pages, warning tickets, info stays on dashboards.
+    # Replace the receivers with your pager and ticket integrations.
+  ||| + util.yaml({
+    route: {
+      receiver: 'tickets',
+      group_by: ['alertname', 'cluster'],
+      routes: [
+        { matchers: ['severity="critical"'], receiver: 'pager' },
+        { matchers: ['severity="info"'], receiver: 'quiet' },
+      ],
+    },
+    receivers: [{ name: 'pager' }, { name: 'tickets' }, { name: 'quiet' }],
+    inhibit_rules: mixin.alertmanagerInhibitRules,
+  }),
+
   // The same groups for the Prometheus Operator.
   'deploy/kubernetes/prometheusrule.yaml': header + util.yaml({
     apiVersion: 'monitoring.coreos.com/v1',

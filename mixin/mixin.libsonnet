@@ -1,7 +1,10 @@
 // zk-election-exporter's monitoring mixin: prometheusAlerts,
-// prometheusRules and grafanaDashboards from one _config.
+// prometheusRules and grafanaDashboards from one _config, and the
+// Alertmanager inhibit rules that go with the alerts
+// (alertmanagerInhibitRules).
 //   jsonnet -J mixin -e '(import "mixin.libsonnet") + { _config+:: { selector: "job=\"zk\"" } }'
 (import 'config.libsonnet') +
 (import 'alerts/alerts.libsonnet') +
 (import 'rules/rules.libsonnet') +
-(import 'dashboards/dashboards.libsonnet')
+(import 'dashboards/dashboards.libsonnet') +
+(import 'inhibit/inhibit.libsonnet')

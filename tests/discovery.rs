@@ -191,15 +191,27 @@ async fn discovery_classifies_every_kind_of_tree() {
             "every discovered tree exported",
             T,
             &[
-                ("zookeeper_election_candidates", &election_labels(&bot_1), Some(2.0)),
+                (
+                    "zookeeper_election_candidates",
+                    &election_labels(&bot_1),
+                    Some(2.0),
+                ),
                 ("zookeeper_lock_held", &lock_labels, Some(1.0)),
-                ("zookeeper_lock_holders", &[("lock", &resource_b)], Some(1.0)),
+                (
+                    "zookeeper_lock_holders",
+                    &[("lock", &resource_b)],
+                    Some(1.0),
+                ),
                 ("zookeeper_group_members", &[("group", &rs)], Some(2.0)),
                 ("zookeeper_group_members", &[("group", &api)], Some(1.0)),
                 ("zookeeper_discovery_trees", &election, Some(1.0)),
                 ("zookeeper_discovery_trees", &group, Some(2.0)),
                 ("zookeeper_discovery_trees", &lock_kind, Some(1.0)),
-                ("zookeeper_discovery_truncated", &[("cluster", "test")], Some(0.0)),
+                (
+                    "zookeeper_discovery_truncated",
+                    &[("cluster", "test")],
+                    Some(0.0),
+                ),
             ],
         )
         .await;

@@ -57,10 +57,12 @@ fn committed_files_are_the_mixins_output() {
         "differ from a fresh generation (run scripts/generate.sh): {stale:?}"
     );
     let expected: BTreeSet<String> = [
+        "alerts/inhibit_rules.yml",
         "alerts/zookeeper.rules.yml",
         "dashboards/zookeeper-elections.json",
         "dashboards/zookeeper-ensemble.json",
         "dashboards/zookeeper-registry.json",
+        "deploy/alertmanager.yml",
         "deploy/kubernetes/prometheusrule.yaml",
     ]
     .iter()
@@ -89,11 +91,11 @@ fn another_job_name_needs_only_the_selector() {
         case(
             "a down target of job zk pages",
             "      - series: 'up{job=\"zk\",instance=\"a:9141\"}'\n        values: '0x10'\n",
-            "\n          - exp_labels:\n              severity: critical\n              job: zk\n              \
-             instance: \"a:9141\"\n            exp_annotations:\n              \
+            "\n          - exp_labels:\n              severity: critical\n              job: zk\n            \
+             exp_annotations:\n              \
              summary: \"zk-election-exporter is down\"\n              \
-             description: \"Prometheus cannot scrape zk-election-exporter a:9141: no election or ensemble metrics.\"\n              \
-             runbook_url: \"docs/runbooks.md#zookeeperexporterdown\"",
+             description: \"Prometheus has scraped no replica of zk for 2 minutes: no election or ensemble metrics, and no alert of the agent's own.\"\n              \
+             runbook_url: \"https://github.com/zk-election-exporter/zk-election-exporter/blob/main/docs/runbooks.md#zookeeperexporterdown\"",
         ),
         case(
             "a healthy target of job zk is quiet",
@@ -105,8 +107,8 @@ fn another_job_name_needs_only_the_selector() {
             "      - series: 'up{job=\"other\",instance=\"b:1\"}'\n        values: '1x10'\n",
             "\n          - exp_labels:\n              severity: critical\n              job: zk\n            \
              exp_annotations:\n              summary: \"zk-election-exporter is down\"\n              \
-             description: \"Prometheus cannot scrape zk-election-exporter : no election or ensemble metrics.\"\n              \
-             runbook_url: \"docs/runbooks.md#zookeeperexporterdown\"",
+             description: \"Prometheus has scraped no replica of zk for 2 minutes: no election or ensemble metrics, and no alert of the agent's own.\"\n              \
+             runbook_url: \"https://github.com/zk-election-exporter/zk-election-exporter/blob/main/docs/runbooks.md#zookeeperexporterdown\"",
         ),
     );
     std::fs::write(dir.join("tests.yml"), tests).unwrap();
@@ -235,4 +237,59 @@ fn prometheusrule_groups_equal_the_rules_file() {
     let groups = &rules["groups"];
     assert!(groups.as_vec().is_some_and(|g| g.len() >= 5), "{groups:?}");
     assert_eq!(&object["spec"]["groups"], groups);
+}
+
+/// The anchors GitHub gives the headings of a Markdown file: lower case,
+/// spaces to dashes, punctuation other than `-` and `_` dropped.
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    markdown
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix('#')
+                .map(|h| h.trim_start_matches('#').trim())
+        })
+        .map(|h| {
+            h.chars()
+                .filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => {
+                        Some(c.to_ascii_lowercase())
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every alert of the committed rules links an absolute `https://` runbook
+/// (a relative path reaches the pager unusable) whose anchor is a heading
+/// of docs/runbooks.md.
+#[test]
+fn every_runbook_url_is_absolute_and_its_anchor_exists() {
+    let runbooks = std::fs::read_to_string(Path::new(ROOT).join("docs/runbooks.md")).unwrap();
+    let headings = anchors(&runbooks);
+    let rules = yaml_file("alerts/zookeeper.rules.yml");
+    let mut checked = 0;
+    for group in rules["groups"].as_vec().unwrap() {
+        for rule in group["rules"].as_vec().unwrap() {
+            let Some(alert) = rule["alert"].as_str() else {
+                continue;
+            };
+            let url = rule["annotations"]["runbook_url"].as_str().unwrap();
+            let (base, anchor) = url
+                .split_once('#')
+                .unwrap_or_else(|| panic!("{alert}: {url} has no anchor"));
+            assert!(
+                base.starts_with("https://") && base.ends_with("/docs/runbooks.md"),
+                "{alert}: {url} is not an absolute link to the runbooks"
+            );
+            assert!(
+                headings.contains(anchor),
+                "{alert}: docs/runbooks.md has no heading for #{anchor}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 36, "{checked} alerts");
 }

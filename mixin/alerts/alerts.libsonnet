@@ -12,7 +12,9 @@ local util = import '../lib/util.libsonnet';
     // selector, its entry in _config.alerts, and readable forms of both.
     local params(name) =
       local a = c.alerts[name];
-      { selector: c.selector } + a
+      { selector: c.selector, memberWindow: c.memberWindow } + a
+      // How long a member has not served when its alert fires: the window, then `for`.
+      + (if a['for'] != null then { memberText: util.humanSeconds(util.seconds(c.memberWindow) + util.seconds(a['for'])) } else {})
       + (if a['for'] != null then { forText: util.human(a['for']) } else {})
       + (if std.objectHas(a, 'window') then { windowText: util.human(a.window) } else {})
       + (if std.objectHas(a, 'switches') then { over: a.switches - 1 } else {})
@@ -41,12 +43,17 @@ local util = import '../lib/util.libsonnet';
         {
           name: 'zookeeper-ensemble',
           rules: [
-            alert('ZooKeeperServerDown', 'critical', 'max by (cluster, server) (zookeeper_up{%(selector)s}) == 0',
+            // Down and NotServing share one window and one condition (the
+            // member served at no scrape of it, and it was read before the
+            // window began, so a reading that started a moment ago is no
+            // evidence) and split it by whether it answered at any scrape:
+            // exclusive by construction, one page each.
+            alert('ZooKeeperServerDown', 'critical', 'max by (cluster, server) (max_over_time(zookeeper_up{%(selector)s}[%(memberWindow)s])) == 0 and on (cluster, server) max by (cluster, server) (zookeeper_up{%(selector)s} offset %(memberWindow)s) unless on (cluster, server) max by (cluster, server) (max_over_time(zookeeper_server_not_serving{%(selector)s}[%(memberWindow)s])) == 1',
                   'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} is down',
-                  '{{ $labels.server }} in cluster {{ $labels.cluster }} has answered neither mntr nor srvr for over %(forText)s.'),
-            alert('ZooKeeperNotServing', 'critical', 'max by (cluster, server) (increase(zookeeper_fourlw_errors_total{%(selector)s,reason="not_serving"}[2m])) > 0 or max by (cluster, server) (zookeeper_ruok{%(selector)s}) == 0',
+                  '{{ $labels.server }} in cluster {{ $labels.cluster }} has answered no four-letter word for %(memberText)s: the process is gone, hung or unreachable.'),
+            alert('ZooKeeperNotServing', 'critical', 'max by (cluster, server) (max_over_time(zookeeper_up{%(selector)s}[%(memberWindow)s])) == 0 and on (cluster, server) max by (cluster, server) (zookeeper_up{%(selector)s} offset %(memberWindow)s) and on (cluster, server) max by (cluster, server) (max_over_time(zookeeper_server_not_serving{%(selector)s}[%(memberWindow)s])) == 1',
                   'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} is not serving',
-                  '{{ $labels.server }} in cluster {{ $labels.cluster }} is up but does not serve clients (no quorum, or ruok did not answer imok).'),
+                  '{{ $labels.server }} in cluster {{ $labels.cluster }} runs but has served no client for %(memberText)s, longer than a restart takes: it cannot join the quorum, or it restarts in a loop.'),
             alert('ZooKeeperQuorumLost', 'critical', '(max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) + (max by (cluster) (zookeeper_ensemble_servers_unverified{%(selector)s}) or max by (cluster) (zookeeper_ensemble_servers_up{%(selector)s}) * 0)) < floor(max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) / 2) + 1 and max by (cluster) (zookeeper_ensemble_servers{%(selector)s}) > 1',
                   'ZooKeeper ensemble {{ $labels.cluster }} has lost its quorum',
                   'Only {{ $value }} members of {{ $labels.cluster }} answer: fewer than a majority, so the ensemble serves no writes and no sessions.'),
@@ -163,9 +170,14 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperExporterSessionExpired', 'warning', 'max by (cluster, instance) (increase(zookeeper_session_expirations_total{%(selector)s}[10m])) > 0',
                   'zk-election-exporter\'s session to {{ $labels.cluster }} expired',
                   'The exporter lost its session to {{ $labels.cluster }} and rebuilt it; switches during the outage were counted at resync.'),
-            alert('ZooKeeperExporterDown', 'critical', 'up{%(selector)s} == 0 or absent(up{%(selector)s})',
+            // Every replica watches every cluster, so one replica down
+            // loses no metric: only all of them down pages.
+            alert('ZooKeeperExporterDown', 'critical', 'max by (job) (up{%(selector)s}) == 0 or absent(up{%(selector)s})',
                   'zk-election-exporter is down',
-                  'Prometheus cannot scrape zk-election-exporter {{ $labels.instance }}: no election or ensemble metrics.'),
+                  'Prometheus has scraped no replica of {{ $labels.job }} for %(forText)s: no election or ensemble metrics, and no alert of the agent\'s own.'),
+            alert('ZooKeeperExporterReplicaDown', 'warning', '(up{%(selector)s} == 0) and on (job) (max by (job) (up{%(selector)s}) == 1)',
+                  'A replica of zk-election-exporter is down',
+                  'Prometheus cannot scrape {{ $labels.instance }} of {{ $labels.job }}; another replica serves every metric, so nothing is lost yet, but one more failure leaves the clusters unwatched.'),
           ],
         },
     ],

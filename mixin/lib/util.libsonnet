@@ -6,6 +6,8 @@ local order = [
   'name', 'namespace', 'groups', 'interval',
   'rules', 'record', 'alert', 'expr', 'for', 'labels', 'annotations',
   'summary', 'description', 'runbook_url',
+  'route', 'receiver', 'group_by', 'routes', 'matchers', 'receivers', 'inhibit_rules',
+  'source_matchers', 'target_matchers', 'equal',
 ];
 
 local rank(key) =
@@ -82,6 +84,17 @@ local lines(v, indent) =
     local name = { s: 'second', m: 'minute', h: 'hour', d: 'day' }[unit];
     if n == 1 then (if unit == 'h' then 'an ' else 'a ') + name
     else '%d %ss' % [n, name],
+
+  // Seconds in a Prometheus duration of one unit ('90s', '2m', '1h').
+  seconds(d)::
+    local unit = d[std.length(d) - 1];
+    std.parseInt(d[:std.length(d) - 1]) * { s: 1, m: 60, h: 3600, d: 86400 }[unit],
+
+  // The duration of `n` seconds in its largest whole unit, as `human` reads it.
+  humanSeconds(n)::
+    self.human(if n % 3600 == 0 then '%dh' % (n / 3600)
+               else if n % 60 == 0 then '%dm' % (n / 60)
+               else '%ds' % n),
 
   // A YAML document (no leading ---) ending in a newline.
   yaml(v):: std.join('\n', lines(v, 0)) + '\n',

@@ -475,16 +475,26 @@ mod tests {
         e.apply(vec![
             poll(
                 "syncing",
-                vec![ex(Command::Mntr, not_serving), ex(Command::Srvr, not_serving)],
+                vec![
+                    ex(Command::Mntr, not_serving),
+                    ex(Command::Srvr, not_serving),
+                ],
             ),
             poll("gone", vec![failed(Command::Mntr, Failure::Connect)]),
             poll("hung", vec![failed(Command::Mntr, Failure::Timeout)]),
             poll("tls", vec![failed(Command::Mntr, Failure::Tls)]),
-            poll("serving", vec![ex(Command::Mntr, "zk_server_state\tleader\n")]),
+            poll(
+                "serving",
+                vec![ex(Command::Mntr, "zk_server_state\tleader\n")],
+            ),
         ]);
         let state = |s: &str| e.server(s).unwrap().not_serving();
         assert_eq!(state("syncing"), Some(true));
-        assert_eq!(state("gone"), None, "no answer is no evidence of a live member");
+        assert_eq!(
+            state("gone"),
+            None,
+            "no answer is no evidence of a live member"
+        );
         assert_eq!(state("hung"), None);
         assert_eq!(state("tls"), None);
         assert_eq!(state("serving"), Some(false));

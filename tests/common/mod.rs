@@ -841,12 +841,34 @@ pub fn http_request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<(u16, String), String> {
+    http_send(port, method, path, headers, "")
+}
+
+/// A POST of a JSON `body`; status and body of the answer.
+pub fn http_post_json(port: u16, path: &str, body: &str) -> Result<(u16, String), String> {
+    http_send(
+        port,
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        body,
+    )
+}
+
+/// One request with `method` and `body`; status and body.
+pub fn http_send(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String), String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let length = if method == "GET" {
-        ""
+        String::new()
     } else {
-        "Content-Length: 0\r\n"
+        format!("Content-Length: {}\r\n", body.len())
     };
     let mut req =
         format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{length}Connection: close\r\n");
@@ -854,6 +876,7 @@ pub fn http_request(
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
+    req.push_str(body);
     s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).map_err(|e| e.to_string())?;

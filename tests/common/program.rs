@@ -74,10 +74,16 @@ pub fn query(prometheus: &Program, expr: &str) -> Result<Vec<Value>, String> {
 /// Debian's Alertmanager with one receiver that discards (tests read its
 /// API), grouping and notifying every second.
 pub fn alertmanager(tag: &str) -> Program {
+    alertmanager_with(tag, "")
+}
+
+/// [`alertmanager`] with `extra` appended to its configuration (the
+/// shipped inhibit rules, say).
+pub fn alertmanager_with(tag: &str, extra: &str) -> Program {
     Program::start(tag, |dir, port| {
         std::fs::write(
             dir.join("am.yml"),
-            "route:\n  receiver: discard\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n",
+            format!("route:\n  receiver: discard\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: discard\n{extra}"),
         )
         .unwrap();
         format!(

@@ -1,0 +1,48 @@
+// Alertmanager inhibit rules: alertmanagerInhibitRules. One condition, one
+// page: where one alert's cause is another's (a lost quorum stops every
+// member serving and every election updating), the cause silences the
+// effects of the same cluster while it fires. Pushed alerts carry the same
+// alertname and cluster as the rules, so the agent's own are silenced too.
+local anyOf(names) = 'alertname=~"%s"' % std.join('|', names);
+
+{
+  alertmanagerInhibitRules+:: [
+    {
+      // Without a quorum no member serves, no leader exists and no
+      // election, group or lock can change: each of those pages follows.
+      source_matchers: ['alertname="ZooKeeperQuorumLost"'],
+      target_matchers: [anyOf([
+        'ZooKeeperServerDown', 'ZooKeeperNotServing', 'ZooKeeperQuorumAtRisk',
+        'ZooKeeperNoLeader', 'ZooKeeperMemberLagging',
+        'ZooKeeperExporterSessionDown', 'ZooKeeperExporterTreeNotSynced',
+      ] + $._inhibitedWhenUnwatched)],
+      equal: ['cluster'],
+    },
+    {
+      // A leader election that does not finish leaves every member
+      // refusing clients as not serving.
+      source_matchers: ['alertname="ZooKeeperNoLeader"'],
+      target_matchers: [anyOf(['ZooKeeperNotServing', 'ZooKeeperQuorumAtRisk'])],
+      equal: ['cluster'],
+    },
+    {
+      // Without the agent's session the trees are not read: what the
+      // election, group and lock alerts judge is the last reading.
+      source_matchers: ['alertname="ZooKeeperExporterSessionDown"'],
+      target_matchers: [anyOf(['ZooKeeperExporterTreeNotSynced'] + $._inhibitedWhenUnwatched)],
+      equal: ['cluster'],
+    },
+  ],
+
+  // The per-election, group and lock alerts whose readings stop while the
+  // cluster cannot be watched. Fencing (epoch regression) and split brain
+  // (multiple leaders) are never inhibited: they are their own trouble.
+  _inhibitedWhenUnwatched:: [
+    'ZooKeeperElectionNoMaster', 'ZooKeeperDiscoveredElectionNoMaster',
+    'ZooKeeperElectionGhostMaster', 'ZooKeeperElectionMasterFlapping',
+    'ZooKeeperElectionNoStandby', 'ZooKeeperElectionRecordDisagrees',
+    'ZooKeeperElectionsMasterlessBeyondCap', 'ZooKeeperElectionsNeedAttentionBeyondCap',
+    'ZooKeeperGroupBelowMinimum', 'ZooKeeperGroupEmpty', 'ZooKeeperGroupChurn',
+    'ZooKeeperLockHeldTooLong', 'ZooKeeperLockWaitersPilingUp',
+  ],
+}
