@@ -712,7 +712,7 @@ impl Exporter {
         &self,
         what: &str,
         timeout: Duration,
-        expected: &[(&str, &[(&str, &str)], Option<f64>)],
+        expected: &[Expected<'_>],
     ) -> Metrics {
         wait_for_async(what, timeout, || {
             let m = self.metrics()?;
@@ -918,6 +918,10 @@ pub fn simulate(zk: &ZkServer, path: &str) -> Command {
     c.args(["simulate", "--zk", &zk.address(), "--path", path]);
     c
 }
+
+/// One value a test waits for: metric name, labels it includes, value
+/// (`None`: no such single series).
+pub type Expected<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<f64>);
 
 /// Labels of one series.
 pub type Labels = BTreeMap<String, String>;
