@@ -368,3 +368,132 @@ async fn a_removed_clusters_pushed_alert_resolves() {
     );
     drop(admin);
 }
+
+/// `exclude` takes a retired account's election out of the watch (no
+/// series, no alert, not rediscovered), in both watch modes, and a reload
+/// that lifts the exclusion brings it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn excluded_elections_are_not_watched_until_a_reload_lifts_the_exclusion() {
+    let zk = shared_server();
+    let base = unique_path("exclude");
+    let admin = client(&zk.address()).await;
+    let (live, retired, test_1) = (
+        format!("{base}/bots/bot_1"),
+        format!("{base}/bots/bot_orphan"),
+        format!("{base}/bots/test_1"),
+    );
+    for p in [&live, &retired, &test_1] {
+        mkdir(&admin, p).await;
+    }
+    candidate(&admin, &live, "instance_", b"phone-1").await;
+    candidate(&admin, &test_1, "instance_", b"phone-t").await;
+    for mode in ["persistent", "oneshot"] {
+        let dir = temp_dir("exclude");
+        let file = dir.join("config.toml");
+        let port = free_port();
+        let config = |exclude: &str| {
+            format!(
+                "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n\
+                 watch_mode = \"{mode}\"\nfour_letter_words = {{ enabled = false }}\n\
+                 [[clusters.elections]]\npath = \"{base}/bots/*\"\n{exclude}",
+                zk.address()
+            )
+        };
+        let excluding = format!("exclude = [\"{retired}\", \"{base}/bots/test_*\"]\n");
+        std::fs::write(&file, config(&excluding)).unwrap();
+        let exporter = Exporter::spawn(&args(&["--config", file.to_str().unwrap()]), &[], port);
+        let has_master =
+            |m: &Metrics, e: &str| m.get("zookeeper_election_has_master", &election_labels(e));
+        exporter
+            .until_values(
+                "the live election watched",
+                T,
+                &[(
+                    "zookeeper_election_has_master",
+                    &election_labels(&live),
+                    Some(1.0),
+                )],
+            )
+            .await;
+        // A candidate joins an excluded election: still nothing of it.
+        candidate(&admin, &test_1, "instance_", b"phone-u").await;
+        candidate(&admin, &live, "instance_", b"phone-2").await;
+        let m = exporter
+            .until("the live election's new candidate", T, |m| {
+                m.get("zookeeper_election_candidates", &election_labels(&live)) == Some(2.0)
+            })
+            .await;
+        assert_eq!(
+            has_master(&m, &retired),
+            None,
+            "{mode}: the retired account is not watched"
+        );
+        assert_eq!(
+            has_master(&m, &test_1),
+            None,
+            "{mode}: test_* is not watched"
+        );
+        assert_eq!(
+            m.series("zookeeper_election_has_master", &[("cluster", "test")])
+                .len(),
+            1,
+            "{mode}"
+        );
+
+        std::fs::write(&file, config("")).unwrap();
+        let (status, body) = request(port, "POST", "/-/reload", &[]);
+        assert_eq!(status, 200, "{body}");
+        exporter
+            .until_values(
+                "the exclusions lifted",
+                T,
+                &[
+                    (
+                        "zookeeper_election_has_master",
+                        &election_labels(&retired),
+                        Some(0.0),
+                    ),
+                    (
+                        "zookeeper_election_has_master",
+                        &election_labels(&test_1),
+                        Some(1.0),
+                    ),
+                    (
+                        "zookeeper_election_candidates",
+                        &election_labels(&test_1),
+                        Some(2.0),
+                    ),
+                    (
+                        "zookeeper_election_has_master",
+                        &election_labels(&live),
+                        Some(1.0),
+                    ),
+                ],
+            )
+            .await;
+        // The candidates added for the next mode's run.
+        for child in admin.list_children(&test_1).await.unwrap() {
+            if child.starts_with("instance_")
+                && admin
+                    .get_data(&format!("{test_1}/{child}"))
+                    .await
+                    .unwrap()
+                    .0
+                    == b"phone-u"
+            {
+                admin
+                    .delete(&format!("{test_1}/{child}"), None)
+                    .await
+                    .unwrap();
+            }
+        }
+        for child in admin.list_children(&live).await.unwrap() {
+            if admin.get_data(&format!("{live}/{child}")).await.unwrap().0 == b"phone-2" {
+                admin
+                    .delete(&format!("{live}/{child}"), None)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}

@@ -191,6 +191,20 @@ pub(super) fn validate_trees(
     Ok((elections, groups))
 }
 
+/// `pattern` without the paths of `exclude` (the tree's `exclude` key).
+fn with_exclude(
+    tkey: &str,
+    pattern: TreePattern,
+    exclude: Option<&Vec<String>>,
+) -> Result<TreePattern, ConfigError> {
+    match exclude {
+        None => Ok(pattern),
+        Some(globs) => pattern
+            .excluding(globs)
+            .map_err(|(i, m)| ConfigError::new(format!("{tkey}.exclude[{i}]"), m)),
+    }
+}
+
 fn validate_elections(
     key: &str,
     raw: Vec<RawElection>,
@@ -270,6 +284,7 @@ fn validate_elections(
                 )
             })
             .transpose()?;
+        let pattern = with_exclude(&ekey, pattern, e.exclude.as_ref())?;
         let spec = ElectionSpec {
             identity,
             style,
@@ -356,6 +371,7 @@ fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, Co
         let gkey = format!("{key}.groups[{j}]");
         let pattern =
             TreePattern::parse(&g.path).map_err(|m| ConfigError::new(format!("{gkey}.path"), m))?;
+        let pattern = with_exclude(&gkey, pattern, g.exclude.as_ref())?;
         let member = IdentityMode::parse(g.member.as_deref().unwrap_or("node")).map_err(|m| {
             ConfigError::new(
                 format!("{gkey}.member"),
@@ -380,6 +396,7 @@ fn validate_locks(key: &str, raw: Vec<RawLock>) -> Result<Vec<LockConfig>, Confi
         let lkey = format!("{key}.locks[{j}]");
         let pattern =
             TreePattern::parse(&l.path).map_err(|m| ConfigError::new(format!("{lkey}.path"), m))?;
+        let pattern = with_exclude(&lkey, pattern, l.exclude.as_ref())?;
         let max_hold = l
             .max_hold
             .as_deref()

@@ -116,6 +116,7 @@ pub(super) struct RawRecord {
 pub(super) struct RawLock {
     pub(super) path: String,
     pub(super) max_hold: Option<String>,
+    pub(super) exclude: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -125,6 +126,7 @@ pub(super) struct RawGroup {
     pub(super) member: Option<String>,
     pub(super) min_members: Option<u32>,
     pub(super) export_members: Option<bool>,
+    pub(super) exclude: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -158,6 +160,7 @@ pub(super) struct RawElection {
     pub(super) epoch: Option<String>,
     pub(super) record: Option<RawRecord>,
     pub(super) no_master_for: Option<String>,
+    pub(super) exclude: Option<Vec<String>>,
 }
 
 /// `[alerting]`, validated by `alerting::validate_alerting`.

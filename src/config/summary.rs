@@ -90,18 +90,18 @@ pub fn summary(c: &Config) -> String {
             "max_elections = {}\nevent_log_size = {}",
             cl.limits.max_elections, cl.event_log_size
         );
-        for e in &cl.elections {
-            let _ = writeln!(
-                o,
-                "[[clusters.elections]]\npath = \"{}\"",
-                e.pattern.as_str()
-            );
-        }
-        for g in &cl.groups {
-            let _ = writeln!(o, "[[clusters.groups]]\npath = \"{}\"", g.pattern.as_str());
-        }
-        for lk in &cl.locks {
-            let _ = writeln!(o, "[[clusters.locks]]\npath = \"{}\"", lk.pattern.as_str());
+        let trees = cl
+            .elections
+            .iter()
+            .map(|e| ("elections", &e.pattern))
+            .chain(cl.groups.iter().map(|g| ("groups", &g.pattern)))
+            .chain(cl.locks.iter().map(|l| ("locks", &l.pattern)));
+        for (table, pattern) in trees {
+            let _ = writeln!(o, "[[clusters.{table}]]\npath = \"{}\"", pattern.as_str());
+            let exclude: Vec<&str> = pattern.exclusions().collect();
+            if !exclude.is_empty() {
+                let _ = writeln!(o, "exclude = {exclude:?}");
+            }
         }
     }
     if let Some(a) = &c.alerting {

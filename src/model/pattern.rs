@@ -1,13 +1,28 @@
 //! Globs over ZooKeeper paths: which nodes are elections (or groups), which
 //! are their children, and where the recursive watch goes.
 
-/// A glob over ZooKeeper paths where `*` matches exactly one path segment.
+/// A glob over ZooKeeper paths where `*` matches exactly one path segment,
+/// minus the paths its exclusions name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreePattern {
     text: String,
     segments: Vec<Option<String>>,
     literal_prefix: usize,
+    /// For a node election (`split_node`): the name of the election node
+    /// below each matched parent, which completes the `election` label.
+    node: Option<String>,
+    /// Paths (as labelled: the election, group or lock) never watched: a
+    /// retired account whose parent stays, a test tenant. Shell-style
+    /// globs within a segment (`*`, `?`, `[ab]`), never across `/`.
+    exclude: Vec<glob::Pattern>,
 }
+
+/// How exclusions match: `*` stays within one path segment.
+const EXCLUDE_MATCH: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
 
 /// What a path is to a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +72,56 @@ impl TreePattern {
             text: text.to_owned(),
             segments,
             literal_prefix,
+            node: None,
+            exclude: Vec::new(),
         })
+    }
+
+    /// The pattern without the paths `globs` match (each an absolute path
+    /// as labelled, of as many segments). Errors name the glob at fault.
+    pub fn excluding(mut self, globs: &[String]) -> Result<Self, (usize, String)> {
+        let depth = self.segments.len() + usize::from(self.node.is_some());
+        for (i, text) in globs.iter().enumerate() {
+            if !text.starts_with('/') || text.len() < 2 || text.ends_with('/') {
+                return Err((
+                    i,
+                    format!("`{text}` must be an absolute path such as \"/wechat/bots/bot_9\""),
+                ));
+            }
+            let segments = text[1..].split('/').count();
+            if segments != depth {
+                return Err((
+                    i,
+                    format!(
+                        "`{text}` has {segments} path segments but every path `{}` watches has {depth}: it would never exclude anything",
+                        self.text
+                    ),
+                ));
+            }
+            let glob = glob::Pattern::new(text).map_err(|e| (i, format!("`{text}`: {e}")))?;
+            self.exclude.push(glob);
+        }
+        Ok(self)
+    }
+
+    /// The exclusion globs, as configured.
+    pub fn exclusions(&self) -> impl Iterator<Item = &str> {
+        self.exclude.iter().map(glob::Pattern::as_str)
+    }
+
+    /// Whether the node `parent` (a path this pattern matches) is excluded.
+    pub fn excludes(&self, parent: &str) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        let labelled = match &self.node {
+            Some(name) if parent == "/" => format!("/{name}"),
+            Some(name) => format!("{parent}/{name}"),
+            None => parent.to_owned(),
+        };
+        self.exclude
+            .iter()
+            .any(|g| g.matches_with(&labelled, EXCLUDE_MATCH))
     }
 
     /// For an election that is one node (`style = "node"`): the pattern of
@@ -79,6 +143,8 @@ impl TreePattern {
                 text: full.text,
                 segments,
                 literal_prefix,
+                node: Some(name.clone()),
+                exclude: Vec::new(),
             },
             name,
         ))
@@ -133,6 +199,20 @@ impl TreePattern {
                 .all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
     }
 
+    /// Whether `path` is one of this tree's nodes, excluded or not: an
+    /// excluded election is still the user's, never discovery's to take.
+    pub fn claims(&self, path: &str) -> bool {
+        let Some(rest) = path.strip_prefix('/') else {
+            return false;
+        };
+        let segments: Vec<&str> = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split('/').collect()
+        };
+        self.matches_segments(&segments)
+    }
+
     /// Classifies an absolute path (relative to the chroot).
     pub fn classify<'a>(&self, path: &'a str) -> PathKind<'a> {
         let Some(rest) = path.strip_prefix('/') else {
@@ -145,14 +225,21 @@ impl TreePattern {
             rest.split('/').collect()
         };
         if self.matches_segments(&segments) {
+            if self.excludes(path) {
+                return PathKind::Other;
+            }
             return PathKind::Parent;
         }
         if segments.len() == self.segments.len() + 1
             && self.matches_segments(&segments[..self.segments.len()])
         {
             let cut = path.rfind('/').unwrap_or(0);
+            let parent = if cut == 0 { "/" } else { &path[..cut] };
+            if self.excludes(parent) {
+                return PathKind::Other;
+            }
             return PathKind::Child {
-                parent: if cut == 0 { "/" } else { &path[..cut] },
+                parent,
                 name: &path[cut + 1..],
             };
         }
@@ -225,5 +312,60 @@ mod tests {
             single.classify("/leader/n_0000000001"),
             PathKind::Child { .. }
         ));
+    }
+
+    #[test]
+    fn exclusions_hide_parents_and_their_children() {
+        let p = TreePattern::parse("/wechat/bots/*")
+            .unwrap()
+            .excluding(&[
+                "/wechat/bots/bot_orphan".into(),
+                "/wechat/bots/test_*".into(),
+            ])
+            .unwrap();
+        assert_eq!(p.classify("/wechat/bots/bot_1"), PathKind::Parent);
+        assert_eq!(p.classify("/wechat/bots/bot_orphan"), PathKind::Other);
+        assert_eq!(
+            p.classify("/wechat/bots/bot_orphan/instance_0000000001"),
+            PathKind::Other
+        );
+        assert_eq!(p.classify("/wechat/bots/test_7"), PathKind::Other);
+        assert!(matches!(
+            p.classify("/wechat/bots/bot_1/instance_0000000001"),
+            PathKind::Child { .. }
+        ));
+        // `*` never crosses a segment; a glob of another depth is refused.
+        let err = TreePattern::parse("/wechat/bots/*")
+            .unwrap()
+            .excluding(&["/wechat/*".into()])
+            .unwrap_err();
+        assert_eq!(err.0, 0);
+        assert!(err.1.contains("never exclude"), "{}", err.1);
+        assert!(
+            TreePattern::parse("/a/*")
+                .unwrap()
+                .excluding(&["a/b".into()])
+                .is_err()
+        );
+        assert!(
+            TreePattern::parse("/a/*")
+                .unwrap()
+                .excluding(&["/a/[".into()])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn node_elections_are_excluded_by_their_election_path() {
+        let (p, _) = TreePattern::split_node("/hadoop-ha/*/ActiveStandbyElectorLock").unwrap();
+        let p = p
+            .excluding(&["/hadoop-ha/retired/ActiveStandbyElectorLock".into()])
+            .unwrap();
+        assert_eq!(p.classify("/hadoop-ha/ns1"), PathKind::Parent);
+        assert_eq!(p.classify("/hadoop-ha/retired"), PathKind::Other);
+        assert_eq!(
+            p.classify("/hadoop-ha/retired/ActiveStandbyElectorLock"),
+            PathKind::Other
+        );
     }
 }

@@ -428,7 +428,7 @@ pub fn uncovered<'a>(
     configured: &[TreePattern],
 ) -> BTreeSet<String> {
     paths
-        .filter(|p| !configured.iter().any(|c| c.classify(p) == PathKind::Parent))
+        .filter(|p| !configured.iter().any(|c| c.claims(p)))
         .map(str::to_owned)
         .collect()
 }
@@ -476,8 +476,14 @@ mod tests {
 
     #[test]
     fn configured_patterns_win() {
-        let configured = vec![TreePattern::parse("/bots/*").unwrap()];
-        let found = ["/bots/b1", "/locks/l1"];
+        let configured = vec![
+            TreePattern::parse("/bots/*")
+                .unwrap()
+                .excluding(&["/bots/retired".into()])
+                .unwrap(),
+        ];
+        // An excluded election stays the configured tree's: not discovered.
+        let found = ["/bots/b1", "/bots/retired", "/locks/l1"];
         assert_eq!(
             uncovered(found.into_iter(), &configured)
                 .into_iter()

@@ -100,7 +100,9 @@ pub async fn walk(
                 let Some(children) = children? else { continue };
                 let d = depth(path);
                 if d == segments.len() {
-                    walk.elections.push((path.clone(), children));
+                    if !pattern.excludes(path) {
+                        walk.elections.push((path.clone(), children));
+                    }
                     continue;
                 }
                 walk.levels.push(path.clone());
@@ -193,6 +195,9 @@ pub async fn apply_event(
 ) -> Result<(), zookeeper_client::Error> {
     let path = event.event.path;
     let at_election = depth(&path) == pattern.segments().len();
+    if at_election && pattern.excludes(&path) {
+        return Ok(());
+    }
     if event.event.event_type == EventType::NodeDeleted {
         if at_election {
             state.trees_changed(

@@ -133,6 +133,9 @@ pub async fn list_parents(
             }
         };
     }
+    // Excluded trees are not listed at all (their events are ignored too:
+    // `classify` calls their paths `Other`).
+    level.retain(|p| !pattern.excludes(p));
     Ok(level)
 }
 
