@@ -146,3 +146,56 @@ pub fn alerts_at(port: u16, name: &str) -> Result<Vec<Value>, String> {
         .map(|a| a["labels"].clone())
         .collect())
 }
+
+/// The mixin's alert and recording rules (as JSON, which Prometheus reads
+/// as YAML) with `_config` patched by `config` (jsonnet object fields) and
+/// every alert's `for` set to `for_` where it has one: the shipped
+/// expressions on a test's time scale.
+pub fn mixin_rules(config: &str, for_: &str) -> String {
+    let code = format!(
+        "local m = (import 'mixin.libsonnet') + {{ _config+:: {{ {config} }} }} + {{ _config+:: {{ \
+         alerts: std.mapWithKey(function(k, a) a + (if a['for'] != null then {{ 'for': '{for_}' }} else {{}}), super.alerts) }} }};\n\
+         {{ groups: m.prometheusAlerts.groups + m.prometheusRules.groups }}"
+    );
+    let out = std::process::Command::new("jsonnet")
+        .args(["-J", "mixin", "-e", &code])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("jsonnet (Debian package jsonnet) must be installed");
+    assert!(
+        out.status.success(),
+        "jsonnet failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Alerts in Prometheus's `ALERTS` series with `state` (`firing`,
+/// `pending`) over the last `range`, as "alertname{labels}" lines.
+pub fn alerts_seen(
+    prometheus: &Program,
+    selector: &str,
+    range: &str,
+) -> Result<Vec<String>, String> {
+    let found = query(
+        prometheus,
+        &format!("max_over_time(ALERTS{{{selector}}}[{range}])"),
+    )?;
+    Ok(found
+        .iter()
+        .map(|s| {
+            let m = s["metric"].as_object().cloned().unwrap_or_default();
+            let name = m
+                .get("alertname")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let labels: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "alertname" | "__name__"))
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            format!("{name}{{{}}}", labels.join(","))
+        })
+        .collect())
+}
