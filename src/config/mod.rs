@@ -190,6 +190,10 @@ pub struct DiscoveryConfig {
     pub exclude: Vec<String>,
     pub max_nodes: usize,
     pub interval: Duration,
+    /// How long the candidates a walk found must outlive it before their
+    /// parent becomes a tree: nodes that live milliseconds (ClickHouse's
+    /// insert locks and block numbers) never make an election.
+    pub settle: Duration,
 }
 
 /// A membership tree: every node matching `pattern` is a group.

@@ -95,6 +95,7 @@ pub(super) struct RawDiscovery {
     pub(super) exclude: Option<Vec<String>>,
     pub(super) max_nodes: Option<usize>,
     pub(super) interval: Option<String>,
+    pub(super) settle: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

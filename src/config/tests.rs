@@ -268,7 +268,14 @@ fn the_shipped_example_is_valid() {
     };
     let c = load(&o, std::iter::empty()).unwrap();
     assert_eq!(c.clusters.len(), 2);
-    assert_eq!(c.clusters[0].elections.len(), 2);
+    assert_eq!(c.clusters[0].elections.len(), 1);
+    // Its Curator locks are locks: a free one is normal, never masterless.
+    assert_eq!(c.clusters[0].locks.len(), 1);
+    assert!(
+        c.clusters[0].elections[0]
+            .pattern
+            .excludes("/wechat/bots/bot_orphan")
+    );
     assert!(c.clusters[0].chroot.is_none());
 }
 
@@ -627,4 +634,48 @@ fn a_renewed_certificate_changes_the_fingerprint() {
     let renewed = load_file(&toml, &[]).unwrap().clusters.remove(0);
     std::fs::remove_dir_all(&dir).ok();
     assert_ne!(before.fingerprint(), renewed.fingerprint());
+}
+
+#[test]
+fn discovery_settle_defaults_to_ten_seconds_or_the_interval_and_never_exceeds_it() {
+    let settle = |extra: &str| {
+        let text = format!("[[clusters]]\nservers=[\"a:2181\"]\n[clusters.discovery]\n{extra}");
+        load_file(&text, &[]).map(|c| c.clusters[0].discovery.settle)
+    };
+    assert_eq!(settle("").unwrap(), std::time::Duration::from_secs(10));
+    assert_eq!(
+        settle("interval = \"1s\"").unwrap(),
+        std::time::Duration::from_secs(1)
+    );
+    assert_eq!(
+        settle("settle = \"250ms\"").unwrap(),
+        std::time::Duration::from_millis(250)
+    );
+    let e = settle("interval = \"2s\"\nsettle = \"3s\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("discovery.settle") && e.contains("interval"),
+        "{e}"
+    );
+    let e = settle("settle = \"10ms\"").unwrap_err().to_string();
+    assert!(e.contains("at least 100ms"), "{e}");
+}
+
+#[test]
+fn exclusions_are_validated_with_the_key_that_holds_them() {
+    let e = err(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/bots/*\"\nexclude=[\"/bots/b1\", \"/bots\"]",
+    );
+    assert!(
+        e.contains("elections[0].exclude[1]") && e.contains("never exclude"),
+        "{e}"
+    );
+    let e = err(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.locks]]\npath=\"/locks/*\"\nexclude=[\"locks/x\"]",
+    );
+    assert!(
+        e.contains("locks[0].exclude[0]") && e.contains("absolute"),
+        "{e}"
+    );
 }

@@ -104,12 +104,28 @@ pub(super) fn validate_discovery(
         Duration::from_secs(300),
         &Bounds::at_least(Duration::from_secs(1), "must be at least 1s"),
     )?;
+    let settle = bounded_duration(
+        &format!("{key}.settle"),
+        raw.settle.as_deref(),
+        Duration::from_secs(10).min(interval),
+        &Bounds::at_least(Duration::from_millis(100), "must be at least 100ms"),
+    )?;
+    if settle > interval {
+        return Err(ConfigError::new(
+            format!("{key}.settle"),
+            format!(
+                "must not be longer than discovery.interval ({}): the next walk would start before this one's finds are confirmed",
+                humantime::format_duration(interval)
+            ),
+        ));
+    }
     Ok(DiscoveryConfig {
         enabled,
         root,
         exclude,
         max_nodes,
         interval,
+        settle,
     })
 }
 

@@ -74,6 +74,18 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     )?;
     family(
         enc,
+        names::DISCOVERY_FLEETING,
+        "Finds of discovery walks (elections, locks, groups) none of whose candidates outlived discovery.settle, so no tree was made of them: insert-time churn such as ClickHouse's block numbers.",
+        MetricType::Counter,
+        |m| {
+            for (c, d) in discovering() {
+                counter(m, &Labels::new("cluster", c.name.as_str()), d.fleeting)?;
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
         names::DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS,
         "Unix time the last discovery walk finished; absent before the first.",
         MetricType::Gauge,

@@ -13,6 +13,7 @@ pub const PROBE_ERRORS: &str = "zookeeper_probe_errors";
 pub const DISCOVERY_TREES: &str = "zookeeper_discovery_trees";
 pub const DISCOVERY_NODES_WALKED: &str = "zookeeper_discovery_nodes_walked";
 pub const DISCOVERY_TRUNCATED: &str = "zookeeper_discovery_truncated";
+pub const DISCOVERY_FLEETING: &str = "zookeeper_discovery_fleeting";
 pub const DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS: &str =
     "zookeeper_discovery_last_run_timestamp_seconds";
 
@@ -144,6 +145,7 @@ pub const ALL: &[&str] = &[
     DISCOVERY_TREES,
     DISCOVERY_NODES_WALKED,
     DISCOVERY_TRUNCATED,
+    DISCOVERY_FLEETING,
     DISCOVERY_LAST_RUN_TIMESTAMP_SECONDS,
     ELECTION_CANDIDATES,
     ELECTION_HAS_MASTER,

@@ -70,6 +70,9 @@ pub struct DiscoveryStatus {
     pub nodes_walked: usize,
     pub truncated: bool,
     pub last_run: Option<std::time::SystemTime>,
+    /// Finds whose candidates did not outlive `discovery.settle`, since
+    /// the agent started: churn that was never taken for trees.
+    pub fleeting: u64,
 }
 
 /// Bounds of one cluster. Every election is watched up to a memory guard

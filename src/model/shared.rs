@@ -210,7 +210,12 @@ impl SharedCluster {
         status: DiscoveryStatus,
     ) {
         let mut g = self.write();
-        g.discovery = Some(status);
+        // The fleeting count is this round's; the model keeps the total.
+        let before = g.discovery.as_ref().map_or(0, |d| d.fleeting);
+        g.discovery = Some(DiscoveryStatus {
+            fleeting: before + status.fleeting,
+            ..status
+        });
         g.trees
             .retain(|t| t.source() != TreeSource::Discovered || !retired.contains(t.pattern()));
         g.trees.extend(added);

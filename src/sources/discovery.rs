@@ -17,6 +17,15 @@
 //! recipes name their contenders (kazoo `__lock__`, Curator `-lock-`, …):
 //! such trees are locks, for which being released is normal. Children that
 //! merely end in digits (HBase's `host,port,startcode`) make a group.
+//!
+//! And it takes lasting evidence: a walk's finds become trees only when
+//! their candidates outlive it. The walk remembers the first few children of
+//! each find; `discovery.settle` later [`confirm`] reads them again, and a
+//! find none of whose children is still there is [`Found::Fleeting`]: the
+//! EPHEMERAL_SEQUENTIAL nodes ClickHouse writes for milliseconds during every
+//! INSERT (`temp/abandonable_lock-N`, `block_numbers/*/block-N`) never make
+//! an election, a switch or a timeline event, however often a walk meets
+//! them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
@@ -48,6 +57,9 @@ pub enum Found {
     Other,
     /// No children (a leaf, or an election or group empty right now).
     Empty,
+    /// Found as an election, lock or group, but none of the children the
+    /// walk saw was still there `settle` later: no tree.
+    Fleeting,
 }
 
 /// The outcome of one walk.
@@ -61,6 +73,9 @@ pub struct Walk {
     /// Multi-read requests and the operations in them.
     pub requests: usize,
     pub operations: usize,
+    /// The first children (by name) of every election, lock and group
+    /// found: what [`confirm`] reads again for evidence that they last.
+    pub sampled: BTreeMap<String, Vec<String>>,
 }
 
 impl Walk {
@@ -222,6 +237,12 @@ pub async fn walk(
             } else {
                 Found::Other
             };
+            if matches!(kind, Found::Election | Found::Lock | Found::Group) {
+                walk.sampled.insert(
+                    path.clone(),
+                    children.iter().take(SAMPLE).cloned().collect(),
+                );
+            }
             if kind == Found::Other {
                 next.extend(
                     children
@@ -317,16 +338,28 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     found
 }
 
+/// What one walk changed at once, and what it found that waits for
+/// evidence.
+#[derive(Debug)]
+pub struct Looked {
+    /// Discovered trees that vanished or changed kind: dropped now.
+    pub retired: Vec<TreePattern>,
+    pub status: DiscoveryStatus,
+    /// The walk, when it found trees nobody watches: [`confirm`] them after
+    /// `discovery.settle`.
+    pub pending: Option<Walk>,
+}
+
 /// Walks the namespace: retires discovered trees that vanished or changed
-/// kind, and finds election, lock and group trees no tree covers (configured
-/// globs win: a found node one of them matches is left to it). `None` when
-/// the walk failed (it is retried at the next interval).
-pub async fn discover(
+/// kind, and keeps the walk for [`confirm`] when it found election, lock or
+/// group trees no tree covers. `None` when the walk failed (it is retried at
+/// the next interval).
+pub async fn look(
     client: &Client,
     cfg: &ClusterConfig,
     watched: &[Watched],
     truncation_logged: &mut bool,
-) -> Option<Rediscovery> {
+) -> Option<Looked> {
     let d = &cfg.discovery;
     let walk = match walk(client, &d.root, &d.exclude, d.max_nodes).await {
         Ok(w) => w,
@@ -348,20 +381,100 @@ pub async fn discover(
         nodes_walked: walk.walked,
         truncated: walk.truncated,
         last_run: Some(SystemTime::now()),
+        fleeting: 0,
     };
     let retired = retired(&walk, watched);
     for p in &retired {
         info!(cluster = %cfg.name, tree = %p.as_str(), "a discovered tree vanished or changed kind; dropping it");
     }
-    let mut watched: Vec<TreePattern> = watched
+    let still: Vec<TreePattern> = watched
         .iter()
         .map(|w| w.pattern.clone())
         .filter(|p| !retired.contains(p))
         .collect();
+    let pending = (!found_trees(&walk, still).is_empty()).then_some(walk);
+    Some(Looked {
+        retired,
+        status,
+        pending,
+    })
+}
+
+/// What a confirmation adds.
+#[derive(Debug, Default)]
+pub struct Confirmed {
+    pub added: Vec<Tree>,
+    /// Finds none of whose sampled children outlived the settle time.
+    pub fleeting: u64,
+}
+
+/// Reads again the children `walk` sampled of every find no tree covers
+/// (`watched` as it is now: a reload may have moved on) and turns into
+/// trees the finds with at least one still there; the others are
+/// [`Found::Fleeting`]. `None` when the reads failed (the next walk tries
+/// again).
+pub async fn confirm(
+    client: &Client,
+    cfg: &ClusterConfig,
+    mut walk: Walk,
+    watched: &[Watched],
+) -> Option<Confirmed> {
+    let patterns: Vec<TreePattern> = watched.iter().map(|w| w.pattern.clone()).collect();
+    let finds: Vec<String> = walk
+        .nodes
+        .iter()
+        .filter(|(p, k)| {
+            matches!(k, Found::Election | Found::Lock | Found::Group)
+                && !patterns.iter().any(|w| w.claims(p))
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    let paths: Vec<String> = finds
+        .iter()
+        .flat_map(|p| walk.sampled[p].iter().map(move |c| join(p, c)))
+        .collect();
+    let reads = match multi_read(client, &paths, Op::Data, &|_| {}).await {
+        Ok(r) => r,
+        Err(e) => {
+            debug!(cluster = %cfg.name, "confirming discovered trees failed ({e}); the next walk tries again");
+            return None;
+        }
+    };
+    let mut reads = reads.into_iter();
+    let mut confirmed = Confirmed::default();
+    for find in finds {
+        let n = walk.sampled[&find].len();
+        let lasting = reads.by_ref().take(n).fold(false, |any, r| {
+            any | matches!(r, MultiReadResult::Data { .. })
+        });
+        if !lasting {
+            debug!(cluster = %cfg.name, path = %find, "found candidates that did not outlive discovery.settle; not a tree");
+            walk.nodes.insert(find, Found::Fleeting);
+            confirmed.fleeting += 1;
+        }
+    }
+    for (tree, system) in found_trees(&walk, patterns) {
+        match system {
+            Some(kind) => {
+                info!(cluster = %cfg.name, system = kind, tree = %tree.pattern().as_str(), "recognised a known system")
+            }
+            None => {
+                info!(cluster = %cfg.name, tree = %tree.pattern().as_str(), kind = ?tree.content_kind(), "discovered a tree")
+            }
+        }
+        confirmed.added.push(tree);
+    }
+    Some(confirmed)
+}
+
+/// The trees `walk` shows that `watched` does not cover (configured globs
+/// win: a found node one of them claims is left to it), with the known
+/// system each recognised one belongs to.
+fn found_trees(walk: &Walk, mut watched: Vec<TreePattern>) -> Vec<(Tree, Option<&'static str>)> {
     let mut trees = Vec::new();
     // Known systems first: their trees are as good as configured, and the
     // registries they include are not found again as generic groups.
-    for (kind, root) in recognise(&walk) {
+    for (kind, root) in recognise(walk) {
         let Ok((elections, groups)) = system_trees(kind, &root) else {
             continue;
         };
@@ -371,7 +484,6 @@ pub async fn discover(
         if !new_system {
             continue;
         }
-        info!(cluster = %cfg.name, system = kind, root = %root, "recognised a known system");
         let system_trees = elections
             .into_iter()
             .map(|e| Tree::elections(e.pattern, e.spec))
@@ -380,12 +492,12 @@ pub async fn discover(
             .collect::<Vec<_>>();
         for tree in system_trees {
             watched.push(tree.pattern().clone());
-            trees.push(tree.with_source(TreeSource::Recognised));
+            trees.push((tree.with_source(TreeSource::Recognised), Some(kind)));
         }
     }
     for kind in [Found::Election, Found::Lock, Found::Group] {
         let found: Vec<&str> = walk.of(kind).collect();
-        for pattern in patterns(&walk, kind) {
+        for pattern in patterns(walk, kind) {
             let under: Vec<&str> = found
                 .iter()
                 .copied()
@@ -405,21 +517,16 @@ pub async fn discover(
                     .collect()
             };
             for p in globs {
-                info!(cluster = %cfg.name, tree = %p.as_str(), kind = ?kind, "discovered a tree");
                 let tree = match kind {
                     Found::Election => Tree::elections(p, IdentityMode::Data),
                     Found::Lock => Tree::locks(p, LockSpec::default()),
                     _ => Tree::groups(p, GroupSpec::discovered()),
                 };
-                trees.push(tree.with_source(TreeSource::Discovered));
+                trees.push((tree.with_source(TreeSource::Discovered), None));
             }
         }
     }
-    Some(Rediscovery {
-        retired,
-        added: trees,
-        status,
-    })
+    trees
 }
 
 /// Paths of the found kind not already covered by a configured pattern.
@@ -464,6 +571,26 @@ mod tests {
             .map(|p| p.as_str().to_owned())
             .collect();
         assert_eq!(p, vec!["/bots/*", "/empty/*", "/locks/l1", "/solo/leader"]);
+    }
+
+    #[test]
+    fn fleeting_finds_make_no_tree_and_no_glob_over_their_siblings() {
+        let w = walk_of(&[
+            ("/bots", Found::Other),
+            ("/bots/b1", Found::Election),
+            ("/bots/b2", Found::Election),
+            ("/ch/block_numbers", Found::Other),
+            ("/ch/block_numbers/202401", Found::Fleeting),
+            ("/ch/block_numbers/202402", Found::Fleeting),
+            ("/jobs", Found::Other),
+            ("/jobs/nightly", Found::Election),
+            ("/jobs/insert", Found::Fleeting),
+        ]);
+        let found: Vec<String> = found_trees(&w, Vec::new())
+            .iter()
+            .map(|(t, _)| t.pattern().as_str().to_owned())
+            .collect();
+        assert_eq!(found, vec!["/bots/*", "/jobs/nightly"]);
     }
 
     #[test]

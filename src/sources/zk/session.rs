@@ -24,11 +24,13 @@ use super::watch::{
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
+use crate::model::DiscoveryStatus;
 use crate::model::SharedCluster;
 use crate::model::carry::TreePlan;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
 use crate::model::shared::Listed;
+use crate::model::tree::Tree;
 use crate::model::tree::{ChildNode, TreePattern};
 use crate::sources::discovery;
 
@@ -137,6 +139,9 @@ pub(super) struct Session<'a> {
     mode: Mode,
     generation: u64,
     discovery_truncation_logged: bool,
+    /// A walk whose finds wait for `discovery.settle` to prove lasting,
+    /// with its status and when the confirmation is due.
+    sighting: Option<(discovery::Walk, DiscoveryStatus, tokio::time::Instant)>,
     tx: mpsc::UnboundedSender<TreeEvent>,
     rx: mpsc::UnboundedReceiver<TreeEvent>,
 }
@@ -160,6 +165,7 @@ impl<'a> Session<'a> {
             },
             watched,
             discovery_truncation_logged: false,
+            sighting: None,
             client,
             state,
             generation: 0,
@@ -246,7 +252,9 @@ impl<'a> Session<'a> {
                 }
                 Some(plan) = plans.recv() => self.retree(plan, connected).await,
                 _ = members.tick(), if connected => self.refresh_members().await,
-                _ = discover.tick(), if connected && self.cfg.discovery.enabled => self.discover().await,
+                // No new walk while one's finds wait for their confirmation.
+                _ = discover.tick(), if connected && self.cfg.discovery.enabled && self.sighting.is_none() => self.discover().await,
+                _ = tokio::time::sleep_until(self.sighting.as_ref().map_or_else(tokio::time::Instant::now, |s| s.2)), if connected && self.sighting.is_some() => self.confirm().await,
                 _ = retry.tick(), if connected => {
                     for i in self.state.unsynced_trees() {
                         self.sync_tree(i).await;
@@ -361,11 +369,8 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Runs a discovery walk: drops discovered trees that vanished or
-    /// changed kind and starts watching the trees it found.
-    async fn discover(&mut self) {
-        let watched: Vec<discovery::Watched> = self
-            .state
+    fn watched_by_discovery(&self) -> Vec<discovery::Watched> {
+        self.state
             .trees_watched()
             .into_iter()
             .map(|(pattern, kind, source)| discovery::Watched {
@@ -373,8 +378,14 @@ impl<'a> Session<'a> {
                 kind,
                 source,
             })
-            .collect();
-        let Some(found) = discovery::discover(
+            .collect()
+    }
+
+    /// Runs a discovery walk: drops discovered trees that vanished or
+    /// changed kind at once, and keeps what it found for [`Self::confirm`].
+    async fn discover(&mut self) {
+        let watched = self.watched_by_discovery();
+        let Some(looked) = discovery::look(
             &self.client,
             self.cfg,
             &watched,
@@ -384,12 +395,35 @@ impl<'a> Session<'a> {
         else {
             return;
         };
+        if let Some(walk) = looked.pending {
+            let due = tokio::time::Instant::now() + self.cfg.discovery.settle;
+            self.sighting = Some((walk, looked.status.clone(), due));
+        }
+        self.adopt(&looked.retired, Vec::new(), looked.status).await;
+    }
+
+    /// `discovery.settle` after a walk: starts watching the finds whose
+    /// candidates are still there.
+    async fn confirm(&mut self) {
+        let Some((walk, mut status, _)) = self.sighting.take() else {
+            return;
+        };
+        let watched = self.watched_by_discovery();
+        let Some(confirmed) = discovery::confirm(&self.client, self.cfg, walk, &watched).await
+        else {
+            return;
+        };
+        status.fleeting = confirmed.fleeting;
+        self.adopt(&[], confirmed.added, status).await;
+    }
+
+    /// Hands discovery's changes to the models and watches the new trees.
+    async fn adopt(&mut self, retired: &[TreePattern], added: Vec<Tree>, status: DiscoveryStatus) {
         let first_new = self.watched.len();
-        let added: Vec<TreePattern> = found.added.iter().map(|t| t.pattern().clone()).collect();
-        self.state
-            .trees_discovered(&found.retired, found.added, found.status);
-        if found.retired.is_empty() {
-            self.watched.extend(added.into_iter().map(Watched::new));
+        let patterns: Vec<TreePattern> = added.iter().map(|t| t.pattern().clone()).collect();
+        self.state.trees_discovered(retired, added, status);
+        if retired.is_empty() {
+            self.watched.extend(patterns.into_iter().map(Watched::new));
             for i in first_new..self.watched.len() {
                 self.sync_tree(i).await;
             }
