@@ -2,14 +2,15 @@
 //! exporter, Debian's Prometheus (scraping every 1 s, loading the shipped
 //! alert rules, evaluating every 1 s) and Debian's Alertmanager.
 //!
-//! The test's copy of the rules shortens every `for:` to 2 s; the shipped
-//! thresholds stay production values.
+//! The test's copy of the rules (rendered from the mixin) shortens every
+//! `for:` to 2 s and the member window to 5 s; the shipped thresholds stay
+//! production values.
 
 mod common;
 
 use std::time::Duration;
 
-use common::program::{alertmanager, alerts_in_alertmanager, prometheus, query};
+use common::program::{alertmanager, alerts_in_alertmanager, mixin_rules, prometheus, query};
 use common::*;
 use serde_json::Value;
 
@@ -109,17 +110,9 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
 
     let am = alertmanager("alertmanager");
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/zookeeper.rules.yml")).unwrap();
-    let fast: String = rules
-        .lines()
-        .map(|l| {
-            if l.trim_start().starts_with("for: ") {
-                format!("{}for: 2s", &l[..l.len() - l.trim_start().len()])
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    // The mixin's expressions on the test's time scale: every `for` 2 s,
+    // the member window 5 s.
+    let fast = mixin_rules("memberWindow: '5s'", "2s");
     let (am_port, exporter_port) = (am.port, exporter.port);
     let prometheus = prometheus("prometheus", &fast, "1s", am_port, &[exporter_port]);
 
