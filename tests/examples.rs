@@ -174,6 +174,32 @@ async fn idle(zk: &ZkServer, config: &str, port: u16, base: &str) -> (String, Ve
     (toml::to_string(&t).unwrap(), laid)
 }
 
+/// The compose stack configures its agent with flags: `check-config`
+/// takes them as the agent would.
+#[test]
+fn the_compose_stacks_flags_are_valid() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("deploy/docker-compose.yml")).unwrap();
+    let doc = YamlLoader::load_from_str(&text).unwrap().remove(0);
+    let flags: Vec<String> = doc["services"]["exporter"]["command"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    assert!(flags.iter().any(|f| f == "--election"), "{flags:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
+        .arg("check-config")
+        .args(&flags)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{flags:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shipped_configuration_is_valid_and_quiet_over_idle_trees() {
     let zk = shared_server();
