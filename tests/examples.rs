@@ -187,14 +187,22 @@ fn the_compose_stacks_flags_are_valid() {
         .map(|f| f.as_str().unwrap().to_owned())
         .collect();
     assert!(flags.iter().any(|f| f == "--election"), "{flags:?}");
+    check_config(
+        &flags.iter().map(String::as_str).collect::<Vec<_>>(),
+        "the compose stack",
+    );
+}
+
+/// `zk-election-exporter check-config ARGS` must accept the configuration.
+fn check_config(args: &[&str], what: &str) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
         .arg("check-config")
-        .args(&flags)
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{flags:?}: {}{}",
+        "{what}: check-config {args:?} failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -210,16 +218,7 @@ async fn every_shipped_configuration_is_valid_and_quiet_over_idle_trees() {
         let dir = temp_dir("examples");
         let shipped_file = dir.join("shipped.toml");
         std::fs::write(&shipped_file, &text).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-            .args(["check-config", "--config", shipped_file.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: check-config failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        check_config(&["--config", shipped_file.to_str().unwrap()], &name);
         let port = free_port();
         let (config, laid) = idle(zk, &text, port, &format!("{base}/{i}")).await;
         let file = dir.join("idle.toml");
