@@ -429,10 +429,12 @@ pub async fn confirm(
         })
         .map(|(p, _)| p.clone())
         .collect();
+    let sampled = |p: &str| walk.sampled.get(p).map_or(&[][..], Vec::as_slice);
     let paths: Vec<String> = finds
         .iter()
-        .flat_map(|p| walk.sampled[p].iter().map(move |c| join(p, c)))
+        .flat_map(|p| sampled(p).iter().map(move |c| join(p, c)))
         .collect();
+    let counts: Vec<usize> = finds.iter().map(|p| sampled(p).len()).collect();
     let reads = match multi_read(client, &paths, Op::Data, &|_| {}).await {
         Ok(r) => r,
         Err(e) => {
@@ -442,8 +444,7 @@ pub async fn confirm(
     };
     let mut reads = reads.into_iter();
     let mut confirmed = Confirmed::default();
-    for find in finds {
-        let n = walk.sampled[&find].len();
+    for (find, n) in finds.into_iter().zip(counts) {
         let lasting = reads.by_ref().take(n).fold(false, |any, r| {
             any | matches!(r, MultiReadResult::Data { .. })
         });
