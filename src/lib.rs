@@ -37,12 +37,29 @@
 //!
 //! **Outputs** read the models: [`metrics`] renders `/metrics` at scrape
 //! time, one encoder per model, every family name (`zookeeper_up`, …) in
-//! [`metrics::names`]; [`http`] serves it with `/ready` and `/api/v1/trees`.
-//! No handler waits on the ZooKeeper session; `/metrics` alone first runs
-//! the bounded four-letter-word collection.
+//! [`metrics::names`]; [`http`] serves it and the other endpoints: `/`
+//! (the status page) and `/api/v1/status`, `/healthz`, `/ready`,
+//! `/api/v1/trees`, `/api/v1/elections/{path}`, `/api/v1/events` (the
+//! timeline) and `POST /-/reload`. No handler waits on the ZooKeeper
+//! session; `/metrics` alone drives a source, the bounded four-letter-word
+//! collection, before it renders. [`alerting`] reads each cluster's alert
+//! conditions (decided in [`model::alerting`]) and pushes them to
+//! Alertmanager; [`timeline`] writes each timeline entry ([`model::events`])
+//! once as a log line and gives the models the time for entries time alone
+//! makes.
 //!
-//! [`os`] tells the C allocator how this process uses memory; it imports
-//! nothing of the crate.
+//! Beside the layers: [`logging`] sets up the log format and level,
+//! [`simulate`] is the load generator behind `zk-election-exporter
+//! simulate` (real sessions competing, masters killed), [`fuzzing`] the
+//! entry points of the fuzz targets, and [`os`] tells the C allocator how
+//! this process uses memory; none of them is imported by the layers.
+//!
+//! Where one thing lives: a switch is decided in [`model::election`]; a
+//! metric is named in [`metrics::names`]; a four-letter-word reply enters
+//! in [`sources::fourlw`] and is parsed in [`fourlw::parse`]; an alert is
+//! pushed by [`alerting`]; a tree's glob (and what it excludes) is made in
+//! [`model::pattern`]; which trees discovery may take is judged in
+//! [`sources::discovery`].
 //!
 //! [`ask`]: sources::fourlw::ask
 

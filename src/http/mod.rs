@@ -1,5 +1,7 @@
-//! HTTP endpoints: `/metrics`, `/healthz`, `/ready`, the JSON API
-//! (`/api/v1/trees`, `/api/v1/elections/{path}`) and a small index page. Handlers only read models and never wait on the
+//! HTTP endpoints: `/metrics` (or `web.telemetry_path`), `/healthz`,
+//! `/ready`, the status page `/` and its JSON twin `/api/v1/status`, the
+//! JSON API (`/api/v1/trees`, `/api/v1/elections/{path}`, `/api/v1/events`)
+//! and `POST /-/reload`. Handlers only read models and never wait on the
 //! ZooKeeper session; `/metrics` alone first runs the four-letter-word
 //! collection, bounded by its timeout.
 
