@@ -34,19 +34,17 @@ async fn master_process(zk: &ZkServer, base: &str, session_timeout: &str) -> (Pr
     );
     let admin = client(&zk.address()).await;
     let election = format!("{base}/bot_00000");
-    let deadline = std::time::Instant::now() + T;
-    loop {
-        if let Ok(children) = admin.list_children(&election).await
-            && let Some(node) = children.into_iter().next()
-        {
-            return (child, node);
+    let node = eventually("simulate to create its candidate", T, || async {
+        match admin.list_children(&election).await {
+            Ok(children) => children
+                .into_iter()
+                .next()
+                .ok_or_else(|| "no child yet".to_owned()),
+            Err(e) => Err(e.to_string()),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "simulate never created its candidate"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    (child, node)
 }
 
 fn connected(m: &Metrics, election: &str) -> Option<f64> {

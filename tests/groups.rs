@@ -106,11 +106,7 @@ async fn services_join_leave_and_restart() {
     drop(instance_2);
     let restarted = client(&zk.address()).await;
     let path = format!("{api}/10.0.0.2:8080");
-    let deadline = std::time::Instant::now() + T;
-    while admin.check_stat(&path).await.unwrap().is_some() {
-        assert!(std::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_gone(&admin, &path, T).await;
     register(&restarted, &api, "10.0.0.2:8080", b"").await;
     let m = exporter
         .until("restart counted", T, |m| {

@@ -142,28 +142,26 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     // then broker 3 takes over.
     drop(broker2);
     let broker3 = client(&zk.address()).await;
-    let deadline = std::time::Instant::now() + T;
-    loop {
-        let data = br#"{"version":1,"brokerid":3,"timestamp":"1700000000001"}"#;
-        match broker3
-            .create(
-                &format!("{root}/controller"),
-                data,
-                &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
-            )
-            .await
-        {
-            Ok(_) => break,
-            Err(zookeeper_client::Error::NodeExists) => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "broker 2 never expired"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually(
+        "broker 2 to expire and broker 3 to take over",
+        T,
+        || async {
+            let data = br#"{"version":1,"brokerid":3,"timestamp":"1700000000001"}"#;
+            match broker3
+                .create(
+                    &format!("{root}/controller"),
+                    data,
+                    &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+                )
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(zookeeper_client::Error::NodeExists) => Err("broker 2's node stays".to_owned()),
+                Err(e) => panic!("broker 3: {e}"),
             }
-            Err(e) => panic!("broker 3: {e}"),
-        }
-    }
+        },
+    )
+    .await;
     exporter
         .until("broker 3 is controller", T, |m| {
             controller(m).as_deref() == Some("3") && switches(m) == Some(2.0)
@@ -183,19 +181,7 @@ async fn kafka_controller_failovers_are_counted_once_each() {
         .await;
     drop(broker3);
     let broker4 = client(&zk.address()).await;
-    let deadline = std::time::Instant::now() + T;
-    while admin
-        .check_stat(&format!("{root}/controller"))
-        .await
-        .unwrap()
-        .is_some()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "broker 3's node stayed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_gone(&admin, &format!("{root}/controller"), T).await;
     become_controller(&broker4, &root, 4).await;
     proxy.restore();
     let m = exporter

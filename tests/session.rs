@@ -110,14 +110,7 @@ async fn a_switch_while_the_agent_is_cut_off_is_counted_once() {
     drop(master);
     let joined = candidate(&admin, &election, "n_", b"newcomer").await;
     let gone = format!("{election}/{m_node}");
-    let deadline = std::time::Instant::now() + T;
-    while admin.check_stat(&gone).await.unwrap().is_some() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "closed session's node never vanished"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_gone(&admin, &gone, T).await;
     proxy.restore();
 
     let m = until(&exporter, "resync shows the new master", |m| {

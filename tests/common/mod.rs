@@ -115,6 +115,37 @@ pub async fn wait_for_async<T>(
     }
 }
 
+/// [`wait_for_async`] for checks that await (ZooKeeper calls): polls
+/// `check` until it returns `Ok`, or panics after `timeout` with the last
+/// error.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Deadline::new(what, timeout);
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) => deadline.check(last),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until `path` no longer exists (a closed session's ephemeral node
+/// is deleted by the server a moment later).
+pub async fn until_gone(c: &Client, path: &str, timeout: Duration) {
+    eventually(&format!("{path} to vanish"), timeout, || async {
+        match c.check_stat(path).await {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err("still there".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await
+}
+
 /// Sends a four-letter word and returns the reply.
 pub fn four_letter(port: u16, cmd: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
