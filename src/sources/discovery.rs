@@ -102,6 +102,30 @@ fn parent_of(path: &str) -> &str {
     }
 }
 
+/// What the walk read of one sampled child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sample {
+    Ephemeral,
+    /// Persistent, or unreadable for another reason than being gone.
+    Persistent,
+    /// Deleted between the listing and the read.
+    Vanished,
+}
+
+/// What a listed parent is from its sampled children: a child deleted
+/// between the listing and the read is no evidence of anything (a lock
+/// released mid-walk must not read as a persistent child and retire the
+/// lock's tree), so a parent whose samples all vanished is empty now.
+fn kind_of(samples: &[Sample], children: &[String], cversion: Option<i32>) -> Found {
+    if samples.contains(&Sample::Persistent) {
+        Found::Other
+    } else if samples.contains(&Sample::Ephemeral) {
+        classify(children, cversion)
+    } else {
+        Found::Empty
+    }
+}
+
 /// What a parent with ephemeral children is, from their names and the
 /// parent's `cversion` (`None` when its stat could not be read: no
 /// election then).
@@ -226,17 +250,20 @@ pub async fn walk(
                 Some(MultiReadResult::Data { stat, .. }) => Some(stat.cversion),
                 _ => None,
             };
-            let sampled: Vec<bool> = stats
+            let samples: Vec<Sample> = stats
                 .by_ref()
                 .take(children.len().min(SAMPLE))
-                .map(|r| matches!(r, MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0))
+                .map(|r| match r {
+                    MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0 => {
+                        Sample::Ephemeral
+                    }
+                    MultiReadResult::Error {
+                        err: zookeeper_client::Error::NoNode,
+                    } => Sample::Vanished,
+                    _ => Sample::Persistent,
+                })
                 .collect();
-            let ephemeral = !sampled.is_empty() && sampled.iter().all(|e| *e);
-            let kind = if ephemeral {
-                classify(&children, cversion)
-            } else {
-                Found::Other
-            };
+            let kind = kind_of(&samples, &children, cversion);
             if matches!(kind, Found::Election | Found::Lock | Found::Group) {
                 walk.sampled.insert(
                     path.clone(),
@@ -592,6 +619,22 @@ mod tests {
             .map(|(t, _)| t.pattern().as_str().to_owned())
             .collect();
         assert_eq!(found, vec!["/bots/*", "/jobs/nightly"]);
+    }
+
+    #[test]
+    fn a_child_deleted_mid_walk_is_no_evidence_of_a_kind() {
+        use Sample::*;
+        let lock = vec!["7c2e__lock__0000000000".to_owned()];
+        assert_eq!(kind_of(&[Ephemeral], &lock, Some(1)), Found::Lock);
+        // Released between the listing and the read: empty now, not a
+        // persistent node that would retire the lock's tree.
+        assert_eq!(kind_of(&[Vanished], &lock, Some(1)), Found::Empty);
+        assert_eq!(kind_of(&[Vanished, Ephemeral], &lock, Some(2)), Found::Lock);
+        assert_eq!(
+            kind_of(&[Persistent, Vanished], &lock, Some(2)),
+            Found::Other
+        );
+        assert_eq!(kind_of(&[], &lock, Some(1)), Found::Empty);
     }
 
     #[test]
