@@ -26,6 +26,7 @@ mod trees;
 mod web;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
 use prometheus_client::collector::Collector as PromCollector;
@@ -42,19 +43,23 @@ pub const TEXT_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Renders every cluster's models; registered once, encoded on each scrape.
+/// Renders the models of the clusters one scrape saw.
 #[derive(Debug)]
 pub struct Collector {
-    clusters: Roster<SharedCluster>,
+    clusters: Arc<Vec<SharedCluster>>,
 }
 
-/// Everything `/metrics` shows: the registry with the collector, and the
-/// clusters again for the families `prometheus-client` cannot encode
-/// (summaries folded from `mntr`).
+/// Everything `/metrics` shows: the clusters' families (through a
+/// registry made for each scrape around one snapshot of the roster), the
+/// agent's own counters, and the families `prometheus-client` cannot encode
+/// (summaries folded from `mntr`), from the same snapshot: a reload during
+/// a scrape never mixes old and new clusters in one body.
 #[derive(Debug)]
 pub struct Exposition {
-    registry: Registry,
     clusters: Roster<SharedCluster>,
+    web: Option<Arc<crate::model::web::WebStats>>,
+    push: Option<Arc<crate::model::alerting::PushStats>>,
+    reload: Option<Arc<crate::model::reload::ReloadStats>>,
     /// The mntr section (samples and summaries) per format, with the
     /// ensemble generations it was written for: rebuilt only after a new
     /// collection, not on every scrape.
@@ -83,34 +88,47 @@ impl Exposition {
         reload: std::sync::Arc<crate::model::reload::ReloadStats>,
     ) -> Self {
         let mut exposition = Self::build(clusters, Some(web), push);
-        exposition
-            .registry
-            .register_collector(Box::new(reload::ReloadCollector { stats: reload }));
+        exposition.reload = Some(reload);
         exposition
     }
 
     fn build(
         clusters: Roster<SharedCluster>,
-        web: Option<std::sync::Arc<crate::model::web::WebStats>>,
-        push: Option<std::sync::Arc<crate::model::alerting::PushStats>>,
+        web: Option<Arc<crate::model::web::WebStats>>,
+        push: Option<Arc<crate::model::alerting::PushStats>>,
     ) -> Self {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(Collector {
-            clusters: clusters.clone(),
-        }));
-        if let Some(stats) = web {
-            registry.register_collector(Box::new(web::WebCollector { stats }));
-        }
-        if let Some(stats) = push {
-            registry.register_collector(Box::new(alerting::PushCollector { stats }));
-        }
         Self {
-            registry,
             clusters,
+            web,
+            push,
+            reload: None,
             mntr_cache: std::sync::Mutex::new([None, None]),
             typings: std::sync::Mutex::new(mntr::Typings::default()),
             last_len: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The registry of one scrape: the clusters of `roster`, then the
+    /// agent's own counters, in exposition order.
+    fn registry(&self, roster: Arc<Vec<SharedCluster>>) -> Registry {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Collector { clusters: roster }));
+        if let Some(stats) = &self.web {
+            registry.register_collector(Box::new(web::WebCollector {
+                stats: stats.clone(),
+            }));
+        }
+        if let Some(stats) = &self.push {
+            registry.register_collector(Box::new(alerting::PushCollector {
+                stats: stats.clone(),
+            }));
+        }
+        if let Some(stats) = &self.reload {
+            registry.register_collector(Box::new(reload::ReloadCollector {
+                stats: stats.clone(),
+            }));
+        }
+        registry
     }
 
     /// Encodes everything in the Prometheus text format, or OpenMetrics.
@@ -120,12 +138,13 @@ impl Exposition {
         let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
         let mut out = String::with_capacity((last + last / 16).max(1 << 16));
         crate::os::prefer_huge_pages(&mut out);
-        if openmetrics {
-            prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
-        } else {
-            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
-        }
         let roster = self.clusters.now();
+        let registry = self.registry(roster.clone());
+        if openmetrics {
+            prometheus_client::encoding::text::encode_registry(&mut out, &registry)?;
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
+        }
         let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let generations: Vec<(usize, u64)> = roster
@@ -200,8 +219,7 @@ const ENCODERS: [Encode; 14] = [
 
 impl PromCollector for Collector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let roster = self.clusters.now();
-        let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
+        let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let scrape = Scrape::new(&clusters, Instant::now());
         ENCODERS
