@@ -1,41 +1,13 @@
-//! Zero-config discovery: walk the namespace breadth-first with batched
-//! reads and find the nodes that hold elections (ephemeral children with
-//! sequence suffixes) and groups (ephemeral children without).
-//!
-//! Ephemeral nodes cannot have children, so a node with children is always
-//! persistent; what a parent is depends on its children. The walk lists
-//! every node's children and reads the stat of the parent and of a small
-//! sample of them: if the sample is ephemeral the parent is an election, a
-//! lock or a group (its children are not walked further), otherwise the walk
-//! descends. Persistent sequential children (queues) are therefore never
-//! taken for elections.
-//!
-//! A discovered election can page someone, so it takes evidence: every
-//! child carries exactly the suffix ZooKeeper writes for a sequential node
-//! ([`exact_sequence`]) with a number below the parent's `cversion` (the
-//! counter the suffix was taken from), and none is named the way lock
-//! recipes name their contenders (kazoo `__lock__`, Curator `-lock-`, …):
-//! such trees are locks, for which being released is normal. Children that
-//! merely end in digits (HBase's `host,port,startcode`) make a group.
-//!
-//! And it takes lasting evidence: a walk's finds become trees only when
-//! their candidates outlive it. The walk remembers the first few children of
-//! each find; `discovery.settle` later [`confirm`] reads them again, and a
-//! find none of whose children is still there is [`Found::Fleeting`]: the
-//! EPHEMERAL_SEQUENTIAL nodes ClickHouse writes for milliseconds during every
-//! INSERT (`temp/abandonable_lock-N`, `block_numbers/*/block-N`) never make
-//! an election, a switch or a timeline event, however often a walk meets
-//! them.
+//! What a walk found, judged without I/O: the kind of each listed parent
+//! from its sampled children, the globs found parents fold into, which
+//! discovered trees a walk shows gone, the known systems a layout reveals,
+//! and the trees a walk adds to those already watched. The walk itself and
+//! the confirmation read ZooKeeper in [`super`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::SystemTime;
 
-use tracing::{debug, info, warn};
-use zookeeper_client::{Client, MultiReadResult};
-
-use super::zk::read::{BATCH, Op, join, multi_read};
-use crate::config::{ClusterConfig, system_trees};
-use crate::model::DiscoveryStatus;
+use super::super::zk::read::join;
+use crate::config::system_trees;
 use crate::model::candidate::IdentityMode;
 use crate::model::candidate::exact_sequence;
 use crate::model::content::ContentKind;
@@ -45,7 +17,7 @@ use crate::model::locks::lock_named;
 use crate::model::tree::{PathKind, Tree, TreePattern, TreeSource};
 
 /// Children whose stat is read to classify their parent.
-const SAMPLE: usize = 3;
+pub(super) const SAMPLE: usize = 3;
 
 /// What the walk made of one listed node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +76,7 @@ fn parent_of(path: &str) -> &str {
 
 /// What the walk read of one sampled child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sample {
+pub(super) enum Sample {
     Ephemeral,
     /// Persistent, or unreadable for another reason than being gone.
     Persistent,
@@ -116,7 +88,7 @@ enum Sample {
 /// between the listing and the read is no evidence of anything (a lock
 /// released mid-walk must not read as a persistent child and retire the
 /// lock's tree), so a parent whose samples all vanished is empty now.
-fn kind_of(samples: &[Sample], children: &[String], cversion: Option<i32>) -> Found {
+pub(super) fn kind_of(samples: &[Sample], children: &[String], cversion: Option<i32>) -> Found {
     if samples.contains(&Sample::Persistent) {
         Found::Other
     } else if samples.contains(&Sample::Ephemeral) {
@@ -181,126 +153,12 @@ pub fn patterns(walk: &Walk, kind: Found) -> Vec<TreePattern> {
     out
 }
 
-fn excluded(path: &str, exclude: &[String]) -> bool {
-    exclude
-        .iter()
-        .any(|e| path == e || path.starts_with(&format!("{}/", e.trim_end_matches('/'))))
-}
-
-/// One batched read of the walk, counted in it.
-async fn multi(
-    client: &Client,
-    paths: &[String],
-    op: Op,
-    walk: &mut Walk,
-) -> Result<Vec<MultiReadResult>, zookeeper_client::Error> {
-    walk.requests += paths.len().div_ceil(BATCH);
-    walk.operations += paths.len();
-    multi_read(client, paths, op, &|_| {}).await
-}
-
-/// Walks from `root`, skipping `exclude` subtrees, listing at most
-/// `max_nodes` nodes.
-pub async fn walk(
-    client: &Client,
-    root: &str,
-    exclude: &[String],
-    max_nodes: usize,
-) -> Result<Walk, zookeeper_client::Error> {
-    let mut walk = Walk::default();
-    let mut frontier = vec![root.to_owned()];
-    while !frontier.is_empty() {
-        let room = max_nodes.saturating_sub(walk.walked);
-        if room == 0 {
-            walk.truncated = true;
-            break;
-        }
-        let rest = frontier.split_off(frontier.len().min(room));
-        if !rest.is_empty() {
-            walk.truncated = true;
-        }
-        let listed = multi(client, &frontier, Op::Children, &mut walk).await?;
-        walk.walked += frontier.len();
-        let mut parents: Vec<(String, Vec<String>)> = Vec::new();
-        for (path, result) in frontier.into_iter().zip(listed) {
-            match result {
-                MultiReadResult::Children { mut children } if !children.is_empty() => {
-                    children.sort();
-                    parents.push((path, children));
-                }
-                MultiReadResult::Children { .. } => {
-                    walk.nodes.insert(path, Found::Empty);
-                }
-                // Deleted meanwhile, or no rights: nothing to classify.
-                _ => {}
-            }
-        }
-        // Each parent's own stat (its cversion), then a sample of children.
-        let samples: Vec<String> = parents
-            .iter()
-            .flat_map(|(p, c)| {
-                std::iter::once(p.clone()).chain(c.iter().take(SAMPLE).map(move |c| join(p, c)))
-            })
-            .collect();
-        let stats = multi(client, &samples, Op::Data, &mut walk).await?;
-        let mut stats = stats.into_iter();
-        let mut next = Vec::new();
-        for (path, children) in parents {
-            let cversion = match stats.next() {
-                Some(MultiReadResult::Data { stat, .. }) => Some(stat.cversion),
-                _ => None,
-            };
-            let samples: Vec<Sample> = stats
-                .by_ref()
-                .take(children.len().min(SAMPLE))
-                .map(|r| match r {
-                    MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0 => {
-                        Sample::Ephemeral
-                    }
-                    MultiReadResult::Error {
-                        err: zookeeper_client::Error::NoNode,
-                    } => Sample::Vanished,
-                    _ => Sample::Persistent,
-                })
-                .collect();
-            let kind = kind_of(&samples, &children, cversion);
-            if matches!(kind, Found::Election | Found::Lock | Found::Group) {
-                walk.sampled.insert(
-                    path.clone(),
-                    children.iter().take(SAMPLE).cloned().collect(),
-                );
-            }
-            if kind == Found::Other {
-                next.extend(
-                    children
-                        .iter()
-                        .map(|c| join(&path, c))
-                        .filter(|p| !excluded(p, exclude)),
-                );
-            }
-            walk.nodes.insert(path, kind);
-        }
-        next.extend(rest);
-        frontier = next;
-    }
-    Ok(walk)
-}
-
 /// A tree already watched, as discovery needs to know it.
 #[derive(Debug, Clone)]
 pub struct Watched {
     pub pattern: TreePattern,
     pub kind: ContentKind,
     pub source: TreeSource,
-}
-
-/// What one walk changes: discovered trees that vanished or are now of
-/// another kind (dropped with their series), and trees to add.
-#[derive(Debug, Default)]
-pub struct Rediscovery {
-    pub retired: Vec<TreePattern>,
-    pub added: Vec<Tree>,
-    pub status: DiscoveryStatus,
 }
 
 /// The found kind of a tree's kind.
@@ -315,7 +173,7 @@ fn found_kind(kind: ContentKind) -> Found {
 /// Discovered trees the walk shows gone (no node matches them any more) or
 /// of another kind now. Nothing is retired after a truncated walk: what it
 /// did not reach is no evidence of absence.
-fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
+pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
     if walk.truncated {
         return Vec::new();
     }
@@ -365,140 +223,13 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     found
 }
 
-/// What one walk changed at once, and what it found that waits for
-/// evidence.
-#[derive(Debug)]
-pub struct Looked {
-    /// Discovered trees that vanished or changed kind: dropped now.
-    pub retired: Vec<TreePattern>,
-    pub status: DiscoveryStatus,
-    /// The walk, when it found trees nobody watches: [`confirm`] them after
-    /// `discovery.settle`.
-    pub pending: Option<Walk>,
-}
-
-/// Walks the namespace: retires discovered trees that vanished or changed
-/// kind, and keeps the walk for [`confirm`] when it found election, lock or
-/// group trees no tree covers. `None` when the walk failed (it is retried at
-/// the next interval).
-pub async fn look(
-    client: &Client,
-    cfg: &ClusterConfig,
-    watched: &[Watched],
-    truncation_logged: &mut bool,
-) -> Option<Looked> {
-    let d = &cfg.discovery;
-    let walk = match walk(client, &d.root, &d.exclude, d.max_nodes).await {
-        Ok(w) => w,
-        Err(e) => {
-            debug!(cluster = %cfg.name, "discovery walk failed ({e}); retrying at the next interval");
-            return None;
-        }
-    };
-    if walk.truncated && !*truncation_logged {
-        *truncation_logged = true;
-        warn!(
-            cluster = %cfg.name,
-            max_nodes = d.max_nodes,
-            "discovery stopped after max_nodes nodes; trees deeper in the namespace are not found \
-             (raise discovery.max_nodes, narrow discovery.root, or configure the trees)"
-        );
-    }
-    let status = DiscoveryStatus {
-        nodes_walked: walk.walked,
-        truncated: walk.truncated,
-        last_run: Some(SystemTime::now()),
-        fleeting: 0,
-    };
-    let retired = retired(&walk, watched);
-    for p in &retired {
-        info!(cluster = %cfg.name, tree = %p.as_str(), "a discovered tree vanished or changed kind; dropping it");
-    }
-    let still: Vec<TreePattern> = watched
-        .iter()
-        .map(|w| w.pattern.clone())
-        .filter(|p| !retired.contains(p))
-        .collect();
-    let pending = (!found_trees(&walk, still).is_empty()).then_some(walk);
-    Some(Looked {
-        retired,
-        status,
-        pending,
-    })
-}
-
-/// What a confirmation adds.
-#[derive(Debug, Default)]
-pub struct Confirmed {
-    pub added: Vec<Tree>,
-    /// Finds none of whose sampled children outlived the settle time.
-    pub fleeting: u64,
-}
-
-/// Reads again the children `walk` sampled of every find no tree covers
-/// (`watched` as it is now: a reload may have moved on) and turns into
-/// trees the finds with at least one still there; the others are
-/// [`Found::Fleeting`]. `None` when the reads failed (the next walk tries
-/// again).
-pub async fn confirm(
-    client: &Client,
-    cfg: &ClusterConfig,
-    mut walk: Walk,
-    watched: &[Watched],
-) -> Option<Confirmed> {
-    let patterns: Vec<TreePattern> = watched.iter().map(|w| w.pattern.clone()).collect();
-    let finds: Vec<String> = walk
-        .nodes
-        .iter()
-        .filter(|(p, k)| {
-            matches!(k, Found::Election | Found::Lock | Found::Group)
-                && !patterns.iter().any(|w| w.claims(p))
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    let sampled = |p: &str| walk.sampled.get(p).map_or(&[][..], Vec::as_slice);
-    let paths: Vec<String> = finds
-        .iter()
-        .flat_map(|p| sampled(p).iter().map(move |c| join(p, c)))
-        .collect();
-    let counts: Vec<usize> = finds.iter().map(|p| sampled(p).len()).collect();
-    let reads = match multi_read(client, &paths, Op::Data, &|_| {}).await {
-        Ok(r) => r,
-        Err(e) => {
-            debug!(cluster = %cfg.name, "confirming discovered trees failed ({e}); the next walk tries again");
-            return None;
-        }
-    };
-    let mut reads = reads.into_iter();
-    let mut confirmed = Confirmed::default();
-    for (find, n) in finds.into_iter().zip(counts) {
-        let lasting = reads.by_ref().take(n).fold(false, |any, r| {
-            any | matches!(r, MultiReadResult::Data { .. })
-        });
-        if !lasting {
-            debug!(cluster = %cfg.name, path = %find, "found candidates that did not outlive discovery.settle; not a tree");
-            walk.nodes.insert(find, Found::Fleeting);
-            confirmed.fleeting += 1;
-        }
-    }
-    for (tree, system) in found_trees(&walk, patterns) {
-        match system {
-            Some(kind) => {
-                info!(cluster = %cfg.name, system = kind, tree = %tree.pattern().as_str(), "recognised a known system")
-            }
-            None => {
-                info!(cluster = %cfg.name, tree = %tree.pattern().as_str(), kind = ?tree.content_kind(), "discovered a tree")
-            }
-        }
-        confirmed.added.push(tree);
-    }
-    Some(confirmed)
-}
-
 /// The trees `walk` shows that `watched` does not cover (configured globs
 /// win: a found node one of them claims is left to it), with the known
 /// system each recognised one belongs to.
-fn found_trees(walk: &Walk, mut watched: Vec<TreePattern>) -> Vec<(Tree, Option<&'static str>)> {
+pub(super) fn found_trees(
+    walk: &Walk,
+    mut watched: Vec<TreePattern>,
+) -> Vec<(Tree, Option<&'static str>)> {
     let mut trees = Vec::new();
     // Known systems first: their trees are as good as configured, and the
     // registries they include are not found again as generic groups.
@@ -635,14 +366,6 @@ mod tests {
             Found::Other
         );
         assert_eq!(kind_of(&[], &lock, Some(1)), Found::Empty);
-    }
-
-    #[test]
-    fn exclusions_cover_subtrees() {
-        let ex = vec!["/zookeeper".to_owned()];
-        assert!(excluded("/zookeeper", &ex));
-        assert!(excluded("/zookeeper/quota", &ex));
-        assert!(!excluded("/zookeeperish", &ex));
     }
 
     #[test]
