@@ -24,10 +24,10 @@ pub(super) struct Cluster {
     pub plans: mpsc::UnboundedSender<TreePlan>,
 }
 
-/// The configured trees of `cluster` before anything is known, in the
-/// order [`ClusterConfig::tree_fingerprints`] gives them.
+/// The configured trees of `cluster` before anything is known, each with
+/// the id [`ClusterConfig::tree_ids`] gives it.
 pub(super) fn configured_trees(cluster: &ClusterConfig) -> Vec<Tree> {
-    cluster
+    let trees = cluster
         .elections
         .iter()
         .map(|e| Tree::elections(e.pattern.clone(), e.spec.clone()))
@@ -42,7 +42,10 @@ pub(super) fn configured_trees(cluster: &ClusterConfig) -> Vec<Tree> {
                 .locks
                 .iter()
                 .map(|l| Tree::locks(l.pattern.clone(), l.spec.clone())),
-        )
+        );
+    trees
+        .zip(cluster.tree_ids())
+        .map(|(tree, id)| tree.with_id(id))
         .collect()
 }
 

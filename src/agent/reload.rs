@@ -77,28 +77,12 @@ async fn stop(live: Live) -> SharedCluster {
     live.cluster.state
 }
 
-/// For each configured tree of `config`: the configured tree of
-/// `old_config` it is, unchanged, if any.
-fn unchanged_trees(old_config: &ClusterConfig, config: &ClusterConfig) -> Vec<Option<usize>> {
-    let before = old_config.tree_fingerprints();
-    let mut used = vec![false; before.len()];
-    config
-        .tree_fingerprints()
-        .iter()
-        .map(|fp| {
-            let i = (0..before.len()).find(|&i| !used[i] && before[i] == *fp)?;
-            used[i] = true;
-            Some(i)
-        })
-        .collect()
-}
-
-/// The new cluster's models, taking over from `old` what did not change.
+/// The new cluster's models, taking over from `old` what did not change
+/// (trees keep their models by id, see [`crate::model::tree::TreeId`]).
 fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig) -> ClusterState {
-    let kept = unchanged_trees(old_config, config);
     let same_discovery = old_config.discovery.fingerprint() == config.discovery.fingerprint();
     let mut state = models(config);
-    state.adopt(old, &kept, same_discovery);
+    state.adopt(old, same_discovery);
     state
 }
 
@@ -172,8 +156,7 @@ impl Running {
                     // Only trees changed: the session stays and takes them up.
                     let live = &mut self.live[i];
                     let plan = TreePlan {
-                        fresh: configured_trees(config),
-                        kept: unchanged_trees(&live.config, config),
+                        configured: configured_trees(config),
                     };
                     if live.cluster.plans.send(plan).is_err() {
                         warn!(cluster = %config.name, "reload: the cluster's session task is gone; its trees stay as they were");

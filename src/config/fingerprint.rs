@@ -4,7 +4,10 @@
 //! and key contents), so their contents are hashed in as well: a rotated
 //! password or certificate rebuilds the session that uses it.
 
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+
+use crate::model::tree::TreeId;
 
 use super::{ClusterConfig, DiscoveryConfig, ElectionConfig, GroupConfig, LockConfig};
 
@@ -37,16 +40,27 @@ impl ClusterConfig {
         bare.fingerprint()
     }
 
-    /// One fingerprint per configured tree, in the order the cluster's
-    /// models hold them (elections, groups, locks).
-    pub fn tree_fingerprints(&self) -> Vec<u64> {
+    /// One id per configured tree, in the order the cluster's models hold
+    /// them (elections, groups, locks), made from the tree's configuration:
+    /// a tree a reload did not change keeps its id, and with it its model
+    /// (see [`TreeId`]).
+    pub fn tree_ids(&self) -> Vec<TreeId> {
         let e = self
             .elections
             .iter()
             .map(|t: &ElectionConfig| of(t, |_| ()));
         let g = self.groups.iter().map(|t: &GroupConfig| of(t, |_| ()));
         let l = self.locks.iter().map(|t: &LockConfig| of(t, |_| ()));
-        e.chain(g).chain(l).collect()
+        let mut seen: HashMap<u64, usize> = HashMap::new();
+        e.chain(g)
+            .chain(l)
+            .map(|fingerprint| {
+                let nth = seen.entry(fingerprint).or_insert(0);
+                let id = TreeId::configured(fingerprint, *nth);
+                *nth += 1;
+                id
+            })
+            .collect()
     }
 }
 

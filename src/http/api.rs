@@ -98,16 +98,16 @@ fn unix_seconds(t: SystemTime) -> f64 {
 /// Everything known about election `path` in cluster `c`, or `None` when no
 /// tree of it watches that election.
 fn describe(c: &ClusterState, path: &str, now: Instant) -> Option<Value> {
-    let (i, tree, elections, election) = c.trees.iter().enumerate().find_map(|(i, t)| {
+    let (tree, elections, election) = c.trees.iter().find_map(|t| {
         let e = t.as_elections()?;
-        Some((i, t, e, e.election(path)?))
+        Some((t, e, e.election(path)?))
     })?;
     let state = c.state_of(elections, election, now);
     let exported = c
         .survey(now)
         .exported
         .iter()
-        .any(|(j, p, _)| *j == i && *p == path);
+        .any(|(t, p, _)| t.id() == tree.id() && *p == path);
     let master = election.master().map(|m| {
         json!({
             "node": m.node,

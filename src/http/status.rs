@@ -55,8 +55,8 @@ fn cluster_status(c: &ClusterState, now: Instant, wall: SystemTime) -> Value {
     let mut elections: Vec<(ElectionState, Value)> = survey
         .exported
         .iter()
-        .map(|(i, path, election)| {
-            let tree = c.trees[*i].as_elections();
+        .map(|(tree, path, election)| {
+            let tree = tree.as_elections();
             let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, election, now));
             let switches_hour = c
                 .events

@@ -42,8 +42,7 @@ fn rows<'a>(s: &Scrape<'a>) -> Vec<Seen<'a>> {
     let mut rows = Vec::new();
     for (c, survey) in s.clusters.iter().zip(&s.surveys) {
         rows.reserve(survey.exported.len());
-        for (i, path, election) in &survey.exported {
-            let tree = &c.trees[*i];
+        for &(tree, path, election) in &survey.exported {
             let Some(elections) = tree.as_elections() else {
                 continue;
             };

@@ -18,6 +18,7 @@ use super::election::Election;
 #[cfg(doc)]
 use super::election::FLAP_SWITCHES;
 use super::elections::{ElectionTree, Style};
+use super::tree::Tree;
 
 /// The state of one election; see the module doc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,7 +157,7 @@ impl ClusterState {
 }
 
 /// One election with per-election series: its tree (index) and path.
-pub type Exported<'a> = (usize, &'a str, &'a Election);
+pub type Exported<'a> = (&'a Tree, &'a str, &'a Election);
 
 /// Every election of a cluster surveyed at one instant.
 #[derive(Debug, Default)]
@@ -184,7 +185,7 @@ impl ClusterState {
         let elections = || {
             self.trees.iter().enumerate().filter_map(|(i, t)| {
                 t.as_elections()
-                    .map(|e| e.elections().map(move |(p, el)| (i, e, p, el)))
+                    .map(|e| e.elections().map(move |(p, el)| (i, t, e, p, el)))
             })
         };
         survey.total = self
@@ -199,14 +200,14 @@ impl ClusterState {
         // when they compete for the cap.
         let mut seen: Vec<(Tier, usize, Exported<'_>)> = Vec::new();
         survey.exported.reserve(survey.total.min(cap));
-        for (n, (i, tree, path, election)) in elections().flatten().enumerate() {
-            let state = self.state_of(tree, election, now);
+        for (n, (i, tree, elections, path, election)) in elections().flatten().enumerate() {
+            let state = self.state_of(elections, election, now);
             survey.counts[i][state.index()] += 1;
             if rank {
                 let tier = self.tier_of(election, state, now, window);
-                seen.push((tier, n, (i, path, election)));
+                seen.push((tier, n, (tree, path, election)));
             } else {
-                survey.exported.push((i, path, election));
+                survey.exported.push((tree, path, election));
             }
         }
         if rank {
@@ -280,9 +281,10 @@ mod tests {
             "path order when all are calm"
         );
         // bot_0900 loses its master; bot_0800 lost and regained one.
-        c.child_deleted(0, "/bots/bot_0900", "n_0000000001", at(t, 2));
-        c.child_deleted(0, "/bots/bot_0800", "n_0000000001", at(t, 2));
-        c.child_upserted(0, "/bots/bot_0800", child("n_0000000002", 5000), at(t, 3));
+        let id = c.trees[0].id();
+        c.child_deleted(id, "/bots/bot_0900", "n_0000000001", at(t, 2));
+        c.child_deleted(id, "/bots/bot_0800", "n_0000000001", at(t, 2));
+        c.child_upserted(id, "/bots/bot_0800", child("n_0000000002", 5000), at(t, 3));
         let s = c.survey(at(t, 4).mono);
         assert_eq!(s.counts[0][State::Masterless.index()], 1);
         assert_eq!(s.counts[0][State::Ok.index()], 999);
@@ -329,15 +331,16 @@ mod tests {
             ],
             at(t, 0),
         );
+        let id = tree.id();
         let mut c = ClusterState::new("c".into(), vec![tree], false);
         for k in 2..6 {
             c.child_upserted(
-                0,
+                id,
                 "/e/flap",
                 child(&format!("n_000000000{k}"), 10 + k as i64),
                 at(t, k),
             );
-            c.child_deleted(0, "/e/flap", &format!("n_000000000{}", k - 1), at(t, k));
+            c.child_deleted(id, "/e/flap", &format!("n_000000000{}", k - 1), at(t, k));
         }
         let s = c.survey(at(t, 10).mono);
         let count = |st: State| s.counts[0][st.index()];

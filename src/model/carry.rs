@@ -5,43 +5,61 @@
 use super::tree::{Tree, TreeSource};
 
 /// A reload's new set of configured trees for a cluster whose session
-/// stays: `fresh` are new models, `kept[j] = Some(i)` says fresh tree `j` is
-/// configured tree `i` now, unchanged, whose model stays.
+/// stays. A tree whose id a running tree has is that tree, unchanged: the
+/// running model stays (see [`TreeId`](super::tree::TreeId)).
 #[derive(Debug)]
 pub struct TreePlan {
-    pub fresh: Vec<Tree>,
-    pub kept: Vec<Option<usize>>,
+    pub configured: Vec<Tree>,
 }
 
-/// The trees of a cluster after a reload. `fresh` are the configured trees
-/// now, new models; `kept[j] = Some(i)` says fresh tree `j` is configured
-/// tree `i` of `old` unchanged, whose model takes its place. When
-/// `keep_found` (discovery unchanged) the trees discovery found follow,
-/// unless now configured. Every tree taken over is stale until it is listed
-/// again, as after an expiry.
+/// Whether the trees taken over are still followed by the same session
+/// (a reload that changed only trees) or wait for a new one to list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    /// The session and its watches stay: what was taken over stays synced.
+    Stays,
+    /// A new session: every tree taken over is stale until it is listed
+    /// again, as after an expiry.
+    New,
+}
+
+/// The trees of a cluster after a reload. `configured` are the configured
+/// trees now, new models; one whose id a tree of `old` has takes that
+/// tree's model. When `keep_found` (discovery unchanged) the trees
+/// discovery found follow, unless their glob is now configured.
 pub fn trees(
     old: Vec<Tree>,
-    mut fresh: Vec<Tree>,
-    kept: &[Option<usize>],
+    configured: Vec<Tree>,
     keep_found: bool,
+    session: Session,
 ) -> Vec<Tree> {
     let mut old: Vec<Option<Tree>> = old.into_iter().map(Some).collect();
-    for (j, from) in kept.iter().enumerate().take(fresh.len()) {
-        if let Some(mut tree) = from.and_then(|i| old.get_mut(i)?.take()) {
+    let mut take = |id| {
+        let slot = old
+            .iter_mut()
+            .find(|t| t.as_ref().is_some_and(|t| t.id() == id))?;
+        let mut tree = slot.take()?;
+        if session == Session::New {
             tree.mark_unsynced();
-            fresh[j] = tree;
         }
-    }
+        Some(tree)
+    };
+    let mut trees: Vec<Tree> = configured
+        .into_iter()
+        .map(|fresh| take(fresh.id()).unwrap_or(fresh))
+        .collect();
     if keep_found {
-        let configured: Vec<_> = fresh.iter().map(|t| t.pattern().clone()).collect();
+        let patterns: Vec<_> = trees.iter().map(|t| t.pattern().clone()).collect();
         for mut tree in old.into_iter().flatten() {
-            if tree.source() != TreeSource::Configured && !configured.contains(tree.pattern()) {
-                tree.mark_unsynced();
-                fresh.push(tree);
+            if tree.source() != TreeSource::Configured && !patterns.contains(tree.pattern()) {
+                if session == Session::New {
+                    tree.mark_unsynced();
+                }
+                trees.push(tree);
             }
         }
     }
-    fresh
+    trees
 }
 
 #[cfg(test)]
@@ -73,7 +91,8 @@ mod tests {
             mono: Instant::now(),
             wall: SystemTime::UNIX_EPOCH,
         };
-        c.apply_listing(0, vec![("/a/x".into(), vec![])], now);
+        let a = c.trees[0].id();
+        c.apply_listing(a, vec![("/a/x".into(), vec![])], now);
         c.session.reconnects = 3;
         c
     }
@@ -86,7 +105,7 @@ mod tests {
     fn a_rebuilt_cluster_takes_over_what_did_not_change() {
         let fresh = || ClusterState::new("c".into(), vec![tree("/new/*"), tree("/a/*")], false);
         let mut c = fresh();
-        c.adopt(old(), &[None, Some(0)], true);
+        c.adopt(old(), true);
         // /gone/* was configured and is no more; /new/* is configured now,
         // so its discovered twin is not carried.
         assert_eq!(patterns(&c), ["/new/*", "/a/*", "/found/*"]);
@@ -96,7 +115,7 @@ mod tests {
         assert_eq!(c.session.reconnects, 3, "session counters carry on");
 
         let mut c = fresh();
-        c.adopt(old(), &[None, Some(0)], false);
+        c.adopt(old(), false);
         assert_eq!(
             c.trees.len(),
             2,
@@ -107,10 +126,12 @@ mod tests {
     #[test]
     fn a_tree_change_keeps_the_session_and_the_unchanged_trees() {
         let mut c = old();
-        c.retree(vec![tree("/a/*"), tree("/b/*")], &[Some(0), None]);
+        c.retree(vec![tree("/a/*"), tree("/b/*")]);
         // Discovered trees stay (none is configured now); /gone/* goes.
         assert_eq!(patterns(&c), ["/a/*", "/b/*", "/found/*", "/new/*"]);
         assert!(c.trees[0].has_parent("/a/x"));
+        assert_eq!(c.trees[0].id(), tree("/a/*").id(), "the same tree");
+        assert!(c.trees[0].synced(), "its session and watch stay");
         assert_eq!(c.session.reconnects, 3);
     }
 
@@ -121,7 +142,7 @@ mod tests {
             old.ensemble.as_mut().unwrap().apply(vec![]);
         }
         let mut c = ClusterState::new("c".into(), vec![], true);
-        c.adopt(old, &[], true);
+        c.adopt(old, true);
         assert_eq!(c.ensemble.as_ref().unwrap().generation(), 4);
     }
 }

@@ -153,9 +153,9 @@ impl ClusterState {
     /// After a reload rebuilt this cluster (a new session): takes over from
     /// `old` what [`carry::trees`] keeps, the timeline and the session's
     /// counters. What did not change keeps its counters and history.
-    pub fn adopt(&mut self, old: ClusterState, kept: &[Option<usize>], keep_found: bool) {
-        let fresh = std::mem::take(&mut self.trees);
-        self.trees = carry::trees(old.trees, fresh, kept, keep_found);
+    pub fn adopt(&mut self, old: ClusterState, keep_found: bool) {
+        let configured = std::mem::take(&mut self.trees);
+        self.trees = carry::trees(old.trees, configured, keep_found, carry::Session::New);
         self.events = old.events;
         self.session = old.session;
         if let (Some(new), Some(earlier)) = (&mut self.ensemble, &old.ensemble) {
@@ -165,16 +165,27 @@ impl ClusterState {
 
     /// A reload changed only the cluster's trees: the session stays and
     /// these become its trees (see [`carry::trees`]); the session then
-    /// places its watches again and lists them.
-    pub fn retree(&mut self, fresh: Vec<tree::Tree>, kept: &[Option<usize>]) {
+    /// watches and lists the new ones and drops the watches of those gone.
+    pub fn retree(&mut self, configured: Vec<tree::Tree>) {
         let old = std::mem::take(&mut self.trees);
-        self.trees = carry::trees(old, fresh, kept, true);
+        self.trees = carry::trees(old, configured, true, carry::Session::Stays);
     }
 
-    /// Parents tree `i` may still add: its kind's limit minus what all trees
-    /// of that kind hold.
-    fn room(&self, i: usize) -> usize {
-        let kind = self.trees[i].content_kind();
+    /// The tree `id` names, if it is still watched (a change can arrive
+    /// for a tree a reload or discovery retired meanwhile: it is dropped).
+    pub fn tree(&self, id: tree::TreeId) -> Option<&tree::Tree> {
+        self.trees.iter().find(|t| t.id() == id)
+    }
+
+    /// Trees are few (those configured and discovery's finds), so a scan
+    /// finds one faster than an index would be kept in step.
+    fn tree_mut(&mut self, id: tree::TreeId) -> Option<&mut tree::Tree> {
+        self.trees.iter_mut().find(|t| t.id() == id)
+    }
+
+    /// Parents tree `id` may still add: its kind's limit minus what all
+    /// trees of that kind hold.
+    fn room(&self, kind: ContentKind) -> usize {
         let limit = match kind {
             ContentKind::Election => self.limits.max_tracked_elections,
             ContentKind::Group => self.limits.max_groups,
@@ -189,50 +200,60 @@ impl ClusterState {
         limit.saturating_sub(used)
     }
 
-    fn drop_parents(&mut self, i: usize, n: usize) {
+    fn drop_parents(&mut self, kind: ContentKind, n: usize) {
         if n > 0 {
-            *self
-                .dropped
-                .entry(self.trees[i].content_kind())
-                .or_insert(0) += n as u64;
+            *self.dropped.entry(kind).or_insert(0) += n as u64;
         }
     }
 
-    /// Applies a full listing of tree `i` within the cardinality guard:
+    /// Applies a full listing of tree `id` within the cardinality guard:
     /// parents already tracked stay, new ones are admitted in path order
     /// while there is room, the rest are counted as dropped.
     pub fn apply_listing(
         &mut self,
-        i: usize,
+        id: tree::TreeId,
         listing: Vec<(String, Vec<tree::ChildNode>)>,
         now: election::Now,
     ) {
         let listed: std::collections::HashSet<String> =
             listing.iter().map(|(p, _)| p.clone()).collect();
-        self.apply_listing_part(i, listing, now);
-        self.trees[i].finish_listing(&|p| listed.contains(p));
+        self.apply_listing_part(id, listing, now);
+        self.finish_listing(id, &|p| listed.contains(p));
     }
 
-    /// Applies part of a full listing of tree `i` within the guard (see
-    /// [`apply_listing`](Self::apply_listing)); the tree's
-    /// `finish_listing` ends it.
+    /// Applies part of a full listing of tree `id` within the guard (see
+    /// [`apply_listing`](Self::apply_listing));
+    /// [`finish_listing`](Self::finish_listing) ends it.
     pub fn apply_listing_part(
         &mut self,
-        i: usize,
+        id: tree::TreeId,
         mut part: Vec<(String, Vec<tree::ChildNode>)>,
         now: election::Now,
     ) {
-        let tree = &self.trees[i];
+        let Some(tree) = self.tree(id) else {
+            return;
+        };
+        let kind = tree.content_kind();
         let known = part.iter().filter(|(p, _)| tree.has_parent(p)).count();
-        let budget = self.room(i) + known;
+        let budget = self.room(kind) + known;
         if part.len() > budget {
             part.sort_by_key(|(path, _)| !tree.has_parent(path));
             let dropped = part.len() - budget;
             part.truncate(budget);
-            self.drop_parents(i, dropped);
+            self.drop_parents(kind, dropped);
         }
-        self.trees[i].apply_listing_part(part, now);
+        if let Some(tree) = self.tree_mut(id) {
+            tree.apply_listing_part(part, now);
+        }
         self.take_events(now);
+    }
+
+    /// The listing of tree `id` given in parts is complete: parents for
+    /// which `listed` is false are gone.
+    pub fn finish_listing(&mut self, id: tree::TreeId, listed: &dyn Fn(&str) -> bool) {
+        if let Some(tree) = self.tree_mut(id) {
+            tree.finish_listing(listed);
+        }
     }
 
     /// Moves the trees' new timeline entries into the cluster's log. A
@@ -308,52 +329,78 @@ impl ClusterState {
         self.events.push(at, String::new(), what);
     }
 
-    /// A node matching tree `i`'s glob appeared; admitted if there is room.
-    pub fn parent_created(&mut self, i: usize, path: &str, now: election::Now) {
-        if self.trees[i].has_parent(path) {
+    /// A node matching tree `id`'s glob appeared; admitted if there is
+    /// room.
+    pub fn parent_created(&mut self, id: tree::TreeId, path: &str, now: election::Now) {
+        let Some(tree) = self.tree(id) else {
+            return;
+        };
+        if tree.has_parent(path) {
             return;
         }
-        if self.room(i) == 0 {
-            self.drop_parents(i, 1);
+        let kind = tree.content_kind();
+        if self.room(kind) == 0 {
+            self.drop_parents(kind, 1);
             return;
         }
-        self.trees[i].parent_created(path, now);
+        if let Some(tree) = self.tree_mut(id) {
+            tree.parent_created(path, now);
+        }
     }
 
     /// A child of a matching node changed; children of parents the guard
     /// declined are ignored.
     pub fn child_upserted(
         &mut self,
-        i: usize,
+        id: tree::TreeId,
         parent: &str,
         child: tree::ChildNode,
         now: election::Now,
     ) {
-        if !self.trees[i].has_parent(parent) && self.room(i) == 0 {
+        let Some(tree) = self.tree(id) else {
+            return;
+        };
+        if !tree.has_parent(parent) && self.room(tree.content_kind()) == 0 {
             return;
         }
-        self.trees[i].child_upserted(parent, child, now);
+        if let Some(tree) = self.tree_mut(id) {
+            tree.child_upserted(parent, child, now);
+        }
     }
 
-    pub fn parent_deleted(&mut self, i: usize, path: &str) {
-        self.trees[i].parent_deleted(path);
+    pub fn parent_deleted(&mut self, id: tree::TreeId, path: &str) {
+        if let Some(tree) = self.tree_mut(id) {
+            tree.parent_deleted(path);
+        }
     }
 
-    pub fn child_deleted(&mut self, i: usize, parent: &str, name: &str, now: election::Now) {
-        self.trees[i].child_deleted(parent, name, now);
+    pub fn child_deleted(
+        &mut self,
+        id: tree::TreeId,
+        parent: &str,
+        name: &str,
+        now: election::Now,
+    ) {
+        if let Some(tree) = self.tree_mut(id) {
+            tree.child_deleted(parent, name, now);
+        }
     }
 
-    /// Applies one change of tree `i`.
-    pub fn apply(&mut self, i: usize, change: TreeChange, now: election::Now) {
+    /// Applies one change of tree `id`.
+    pub fn apply(&mut self, id: tree::TreeId, change: TreeChange, now: election::Now) {
         match change {
-            TreeChange::ParentCreated(path) => self.parent_created(i, &path, now),
-            TreeChange::ParentDeleted(path) => self.parent_deleted(i, &path),
+            TreeChange::ParentCreated(path) => self.parent_created(id, &path, now),
+            TreeChange::ParentDeleted(path) => self.parent_deleted(id, &path),
             TreeChange::ChildUpserted { parent, child } => {
-                self.child_upserted(i, &parent, child, now)
+                self.child_upserted(id, &parent, child, now)
             }
-            TreeChange::ChildDeleted { parent, name } => self.child_deleted(i, &parent, &name, now),
+            TreeChange::ChildDeleted { parent, name } => {
+                self.child_deleted(id, &parent, &name, now)
+            }
             TreeChange::OuterRecord { election, data } => {
-                self.trees[i].outer_record_read(&election, data.as_deref())
+                if let Some(tree) = self.tree_mut(id) {
+                    tree.outer_record_read(&election, data.as_deref());
+                }
             }
         }
         self.take_events(now);
@@ -511,9 +558,10 @@ mod tests {
             max_locks: 1,
             ..Limits::default()
         };
-        c.apply_listing(0, listing(3), now());
+        let (b, c_) = (c.trees[0].id(), c.trees[1].id());
+        c.apply_listing(b, listing(3), now());
         c.apply_listing(
-            1,
+            c_,
             (0..4).map(|i| (format!("/c/{i}"), vec![])).collect(),
             now(),
         );
@@ -523,22 +571,22 @@ mod tests {
         );
         assert_eq!(c.dropped.get(&ContentKind::Election), Some(&2));
         // Full: a new election is declined and counted; its children ignored.
-        c.parent_created(0, "/b/new", now());
+        c.parent_created(b, "/b/new", now());
         let child = ChildNode {
             name: "n_0000000001".into(),
             data: vec![],
             ephemeral_owner: 1,
             ctime_ms: 0,
         };
-        c.child_upserted(0, "/b/new", child, now());
+        c.child_upserted(b, "/b/new", child, now());
         assert!(!c.trees[0].has_parent("/b/new"));
         assert_eq!(c.dropped.get(&ContentKind::Election), Some(&3));
         // A resync keeps what is tracked before admitting anything new.
-        c.apply_listing(0, listing(6), now());
+        c.apply_listing(b, listing(6), now());
         assert_eq!(c.trees[0].parent_count(), 3);
         // Room frees up when an election goes away.
         c.trees[1].parent_deleted("/c/0");
-        c.parent_created(0, "/b/new", now());
+        c.parent_created(b, "/b/new", now());
         assert!(c.trees[0].has_parent("/b/new"));
     }
 }

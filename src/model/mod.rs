@@ -27,4 +27,4 @@ pub mod web;
 
 pub use cluster::{CanaryStats, ClusterState, DiscoveryStatus, Limits, TreeChange};
 pub use roster::Roster;
-pub use shared::SharedCluster;
+pub use shared::{Listed, SharedCluster, WatchPlan, WatchedTree};

@@ -14,7 +14,7 @@ use super::ensemble::ServerPoll;
 use super::events::What;
 use super::ghost::{Round, SessionTracker};
 use super::session::SessionState;
-use super::tree::{ChildNode, Tree, TreePattern, TreeSource};
+use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
 
 /// A cluster's models behind one lock. Writers hold it only to apply data
 /// already read; readers (a scrape, an API call) hold it while they render.
@@ -38,8 +38,8 @@ impl SharedCluster {
 
     /// A reload's new set of configured trees (see
     /// [`ClusterState::retree`]).
-    pub fn retree(&self, fresh: Vec<crate::model::tree::Tree>, kept: &[Option<usize>]) {
-        self.write().retree(fresh, kept);
+    pub fn retree(&self, configured: Vec<Tree>) {
+        self.write().retree(configured);
     }
 
     /// Tells this cluster's models from another cluster's while both exist
@@ -108,55 +108,59 @@ impl SharedCluster {
     // --- trees ---
 
     /// Trees whose last listing failed or that went stale.
-    pub fn unsynced_trees(&self) -> Vec<usize> {
+    pub fn unsynced_trees(&self) -> Vec<TreeId> {
         let g = self.read();
-        (0..g.trees.len())
-            .filter(|i| !g.trees[*i].synced())
+        g.trees
+            .iter()
+            .filter(|t| !t.synced())
+            .map(Tree::id)
             .collect()
     }
 
-    /// A full listing of tree `i` arrived: applies it, and says whether the
-    /// tree had been failing and whether the guard dropped series nobody
-    /// was told about yet.
+    /// A full listing of tree `id` arrived: applies it, and says whether
+    /// the tree had been failing and whether the guard dropped series
+    /// nobody was told about yet.
     pub fn tree_listed(
         &self,
-        i: usize,
+        id: TreeId,
         listing: Vec<(String, Vec<ChildNode>)>,
         now: Now,
     ) -> Listed {
         let mut g = self.write();
-        let recovered = g.trees[i].sync_error().is_some();
-        g.apply_listing(i, listing, now);
+        let recovered = g.tree(id).is_some_and(|t| t.sync_error().is_some());
+        g.apply_listing(id, listing, now);
         Listed {
             recovered,
             drops_to_report: g.drops_to_report(),
         }
     }
 
-    /// Part of a full listing of tree `i` arrived (large trees are listed
+    /// Part of a full listing of tree `id` arrived (large trees are listed
     /// in slices); [`tree_listing_done`](Self::tree_listing_done) ends it.
-    pub fn tree_listing_part(&self, i: usize, part: Vec<(String, Vec<ChildNode>)>, now: Now) {
-        self.write().apply_listing_part(i, part, now);
+    pub fn tree_listing_part(&self, id: TreeId, part: Vec<(String, Vec<ChildNode>)>, now: Now) {
+        self.write().apply_listing_part(id, part, now);
     }
 
-    /// The listing of tree `i` given in parts is complete: parents for
+    /// The listing of tree `id` given in parts is complete: parents for
     /// which `listed` is false are gone. Says what [`tree_listed`]
     /// (Self::tree_listed) says.
-    pub fn tree_listing_done(&self, i: usize, listed: &dyn Fn(&str) -> bool) -> Listed {
+    pub fn tree_listing_done(&self, id: TreeId, listed: &dyn Fn(&str) -> bool) -> Listed {
         let mut g = self.write();
-        let recovered = g.trees[i].sync_error().is_some();
-        g.trees[i].finish_listing(listed);
+        let recovered = g.tree(id).is_some_and(|t| t.sync_error().is_some());
+        g.finish_listing(id, listed);
         Listed {
             recovered,
             drops_to_report: g.drops_to_report(),
         }
     }
 
-    /// Watching or listing tree `i` failed with `message`; true when the
-    /// message is new (log it), false when it repeats.
-    pub fn tree_failed(&self, i: usize, message: String) -> bool {
+    /// Watching or listing tree `id` failed with `message`; true when the
+    /// message is new (log it), false when it repeats or the tree is gone.
+    pub fn tree_failed(&self, id: TreeId, message: String) -> bool {
         let mut g = self.write();
-        let tree = &mut g.trees[i];
+        let Some(tree) = g.trees.iter_mut().find(|t| t.id() == id) else {
+            return false;
+        };
         let new = tree.sync_error() != Some(message.as_str());
         tree.sync_failed(message);
         new
@@ -164,51 +168,51 @@ impl SharedCluster {
 
     /// Changes of one or more trees, applied in order under one lock.
     /// Returns whether the guard dropped series nobody was told about yet.
-    pub fn trees_changed(&self, changes: Vec<(usize, TreeChange)>, now: Now) -> bool {
+    pub fn trees_changed(&self, changes: Vec<(TreeId, TreeChange)>, now: Now) -> bool {
         let mut g = self.write();
-        for (i, change) in changes {
-            g.apply(i, change, now);
+        for (id, change) in changes {
+            g.apply(id, change, now);
         }
         g.drops_to_report()
     }
 
-    /// Whether tree `i` holds sequential elections (whose election nodes
-    /// must be persistent: their children are the candidates).
-    pub fn is_sequential_election_tree(&self, i: usize) -> bool {
-        self.read().trees[i]
-            .as_elections()
-            .is_some_and(|e| e.spec().style.is_sequential())
+    /// What the session needs to watch tree `id` and route its events, or
+    /// `None` when the tree is no longer watched.
+    pub fn watch_plan(&self, id: TreeId) -> Option<WatchPlan> {
+        let g = self.read();
+        let tree = g.tree(id)?;
+        Some(WatchPlan {
+            pattern: tree.pattern().clone(),
+            root: tree.watch_root(),
+            sequential: tree
+                .as_elections()
+                .is_some_and(|e| e.spec().style.is_sequential()),
+            outer_record: tree.outer_record(),
+        })
     }
 
-    /// Where tree `i`'s recursive watch goes (see [`Tree::watch_root`]).
-    pub fn watch_root(&self, i: usize) -> String {
-        self.read().trees[i].watch_root()
+    /// Whether tree `id` tracks `path` as an election or group.
+    pub fn has_parent(&self, id: TreeId, path: &str) -> bool {
+        self.read().tree(id).is_some_and(|t| t.has_parent(path))
     }
 
-    /// Tree `i`'s outer record: (record path, election path).
-    pub fn outer_record(&self, i: usize) -> Option<(String, String)> {
-        self.read().trees[i].outer_record()
-    }
-
-    /// Whether tree `i` tracks `path` as an election or group.
-    pub fn has_parent(&self, i: usize, path: &str) -> bool {
-        self.read().trees[i].has_parent(path)
-    }
-
-    /// Names of the known children of `parent` in tree `i`.
-    pub fn child_names(&self, i: usize, parent: &str) -> std::collections::BTreeSet<String> {
-        self.read().trees[i].child_names(parent)
+    /// Names of the known children of `parent` in tree `id`.
+    pub fn child_names(&self, id: TreeId, parent: &str) -> BTreeSet<String> {
+        self.read()
+            .tree(id)
+            .map(|t| t.child_names(parent))
+            .unwrap_or_default()
     }
 
     /// What a discovery walk changed: discovered trees in `retired` are
-    /// dropped with their series (later trees move down), `added` ones are
-    /// appended.
+    /// dropped with their series, `added` ones are appended. Returns the
+    /// ids of the trees dropped (their watches go; no other tree's does).
     pub fn trees_discovered(
         &self,
         retired: &[TreePattern],
         added: Vec<Tree>,
         status: DiscoveryStatus,
-    ) {
+    ) -> Vec<TreeId> {
         let mut g = self.write();
         // The fleeting count is this round's; the model keeps the total.
         let before = g.discovery.as_ref().map_or(0, |d| d.fleeting);
@@ -216,17 +220,24 @@ impl SharedCluster {
             fleeting: before + status.fleeting,
             ..status
         });
-        g.trees
-            .retain(|t| t.source() != TreeSource::Discovered || !retired.contains(t.pattern()));
+        let goes = |t: &Tree| t.source() == TreeSource::Discovered && retired.contains(t.pattern());
+        let gone = g.trees.iter().filter(|t| goes(t)).map(Tree::id).collect();
+        g.trees.retain(|t| !goes(t));
         g.trees.extend(added);
+        gone
     }
 
-    /// Every tree's glob, kind and source, in tree order.
-    pub fn trees_watched(&self) -> Vec<(TreePattern, ContentKind, TreeSource)> {
+    /// Every tree's id, glob, kind and source, in tree order.
+    pub fn trees_watched(&self) -> Vec<WatchedTree> {
         self.read()
             .trees
             .iter()
-            .map(|t| (t.pattern().clone(), t.content_kind(), t.source()))
+            .map(|t| WatchedTree {
+                id: t.id(),
+                pattern: t.pattern().clone(),
+                kind: t.content_kind(),
+                source: t.source(),
+            })
             .collect()
     }
 
@@ -347,8 +358,30 @@ impl SharedCluster {
     }
 }
 
+/// What the session needs of one tree to watch it and route its events.
+#[derive(Debug, Clone)]
+pub struct WatchPlan {
+    pub pattern: TreePattern,
+    /// Where its recursive watch goes (see [`Tree::watch_root`]).
+    pub root: String,
+    /// It holds sequential elections, whose election nodes must be
+    /// persistent (their children are the candidates).
+    pub sequential: bool,
+    /// Its outer record: (record path, election path).
+    pub outer_record: Option<(String, String)>,
+}
+
+/// One tree as the session and discovery see it.
+#[derive(Debug, Clone)]
+pub struct WatchedTree {
+    pub id: TreeId,
+    pub pattern: TreePattern,
+    pub kind: ContentKind,
+    pub source: TreeSource,
+}
+
 /// What applying a listing showed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Listed {
     /// The tree had been failing and is synced again.
     pub recovered: bool,

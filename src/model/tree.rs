@@ -47,9 +47,50 @@ impl TreeSource {
     }
 }
 
+/// A tree's identity for as long as it is watched: what the session's
+/// watches, the models' verbs and a reload's carry-over address it by,
+/// instead of a position in a list that would have to stay in step
+/// elsewhere (positions move when a discovered tree goes or a reload
+/// changes the set; an id does not).
+///
+/// A configured tree's id comes from its configuration's fingerprint
+/// ([`TreeId::configured`]): an unchanged tree keeps its id across a
+/// reload, and so its model; a changed one is a new tree. A tree found by
+/// discovery is known by its kind and glob ([`TreeId::found`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TreeId(u64);
+
+impl TreeId {
+    /// The `nth` configured tree (0 for the first) whose configuration has
+    /// `fingerprint`: two identical entries are two trees.
+    pub fn configured(fingerprint: u64, nth: usize) -> Self {
+        Self(hash_of(&("configured", fingerprint, nth)))
+    }
+
+    /// A tree of `kind` over `pattern` from `source`: one discovery found
+    /// (or one made in a test or by `simulate`).
+    pub fn found(source: TreeSource, kind: ContentKind, pattern: &TreePattern) -> Self {
+        Self(hash_of(&(source.label(), kind, pattern.as_str())))
+    }
+}
+
+impl std::fmt::Display for TreeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+fn hash_of(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
 /// One watched tree.
 #[derive(Debug, Clone)]
 pub struct Tree {
+    id: TreeId,
     pattern: TreePattern,
     kind: TreeKind,
     source: TreeSource,
@@ -62,7 +103,13 @@ pub struct Tree {
 
 impl Tree {
     fn new(pattern: TreePattern, kind: TreeKind) -> Self {
+        let content = match &kind {
+            TreeKind::Elections(_) => ContentKind::Election,
+            TreeKind::Groups(_) => ContentKind::Group,
+            TreeKind::Locks(_) => ContentKind::Lock,
+        };
         Self {
+            id: TreeId::found(TreeSource::Configured, content, &pattern),
             pattern,
             kind,
             source: TreeSource::Configured,
@@ -88,9 +135,22 @@ impl Tree {
         Self::new(pattern, TreeKind::Locks(LockTree::new(spec)))
     }
 
+    /// The tree as `source` found it; its id says so (see
+    /// [`TreeId::found`]).
     pub fn with_source(mut self, source: TreeSource) -> Self {
         self.source = source;
+        self.id = TreeId::found(source, self.content_kind(), &self.pattern);
         self
+    }
+
+    /// Gives the tree the id its configuration makes (see [`TreeId`]).
+    pub fn with_id(mut self, id: TreeId) -> Self {
+        self.id = id;
+        self
+    }
+
+    pub fn id(&self) -> TreeId {
+        self.id
     }
 
     pub fn pattern(&self) -> &TreePattern {

@@ -34,7 +34,7 @@ pub async fn run_cluster(
             tokio::select! {
                 r = &mut connecting => break r,
                 _ = shutdown.changed() => return,
-                Some(plan) = plans.recv() => state.retree(plan.fresh, &plan.kept),
+                Some(plan) = plans.recv() => state.retree(plan.configured),
             }
         };
         let end = match connected {
@@ -75,7 +75,7 @@ pub async fn run_cluster(
             tokio::select! {
                 _ = &mut pause => break,
                 _ = shutdown.changed() => return,
-                Some(plan) = plans.recv() => state.retree(plan.fresh, &plan.kept),
+                Some(plan) = plans.recv() => state.retree(plan.configured),
             }
         }
     }

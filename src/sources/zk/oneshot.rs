@@ -20,16 +20,16 @@ use zookeeper_client::{Client, EventType, OneshotWatcher};
 use super::read::join;
 use super::watch::TreeEvent;
 use crate::model::election::Now;
-use crate::model::tree::{ChildNode, TreePattern};
+use crate::model::tree::{ChildNode, TreeId, TreePattern};
 use crate::model::{SharedCluster, TreeChange};
 
 /// Requests issued concurrently by the walk and by data reads.
 const CONCURRENCY: usize = 256;
 
-/// Where a one-shot watch reports: tree index, watch generation, channel.
+/// Where a one-shot watch reports: tree, watch generation, channel.
 #[derive(Clone)]
 pub struct Sink {
-    pub tree: usize,
+    pub tree: TreeId,
     pub generation: u64,
     pub tx: mpsc::UnboundedSender<TreeEvent>,
 }

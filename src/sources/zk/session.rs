@@ -8,7 +8,7 @@
 //! the listing counts them once. `Expired`, `AuthFailed` and `Closed` are
 //! final for a client: a new one is built with capped exponential backoff.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
@@ -19,19 +19,16 @@ use super::connect::describe_sync_error;
 use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
-    Applied, LISTING_SLICE, MAX_EVENTS_PER_BATCH, Route, TreeEvent, TreeWatch, apply_events,
-    list_parents, list_part, read_outer_record, start_watch,
+    Applied, LISTING_SLICE, MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_parents,
+    list_part, read_outer_record, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
-use crate::model::DiscoveryStatus;
-use crate::model::SharedCluster;
 use crate::model::carry::TreePlan;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
-use crate::model::shared::Listed;
-use crate::model::tree::Tree;
-use crate::model::tree::{ChildNode, TreePattern};
+use crate::model::tree::{ChildNode, Tree, TreeId, TreePattern};
+use crate::model::{DiscoveryStatus, Listed, SharedCluster, WatchPlan};
 use crate::sources::discovery;
 
 /// How often `/zookeeper/config` is re-read for ensemble members.
@@ -100,11 +97,12 @@ enum Mode {
     Oneshot,
 }
 
-/// What the session keeps for one watched tree (tree `i` of the model is
-/// `watched[i]`).
+/// What the session keeps for one watched tree. `plan` is read once: a
+/// tree's id stands for its configuration, so what the plan says cannot
+/// change while the id is watched.
 #[derive(Debug)]
 struct Watched {
-    pattern: TreePattern,
+    plan: WatchPlan,
     /// Generation of the tree's live watch; events of others are stale.
     current: Option<u64>,
     /// Persistent mode: the forwarder of the tree's recursive watch.
@@ -114,9 +112,9 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(pattern: TreePattern) -> Self {
+    fn new(plan: WatchPlan) -> Self {
         Self {
-            pattern,
+            plan,
             current: None,
             watch: None,
             levels: HashSet::new(),
@@ -135,7 +133,9 @@ pub(super) struct Session<'a> {
     cfg: &'a ClusterConfig,
     client: Client,
     state: SharedCluster,
-    watched: Vec<Watched>,
+    /// The trees watched now, by id; the models hold the same set once a
+    /// change of it ([`Self::sync_all`], [`Self::adopt`]) is applied.
+    watched: HashMap<TreeId, Watched>,
     mode: Mode,
     generation: u64,
     discovery_truncation_logged: bool,
@@ -149,21 +149,13 @@ pub(super) struct Session<'a> {
 impl<'a> Session<'a> {
     pub(super) fn new(cfg: &'a ClusterConfig, client: Client, state: SharedCluster) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        // Trees in the order the cluster state holds them (configured, then
-        // discovered by earlier clients).
-        let watched = state
-            .read()
-            .trees
-            .iter()
-            .map(|t| Watched::new(t.pattern().clone()))
-            .collect();
         Self {
             cfg,
             mode: match cfg.watch_mode {
                 WatchMode::Oneshot => Mode::Oneshot,
                 WatchMode::Auto | WatchMode::Persistent => Mode::Persistent,
             },
-            watched,
+            watched: HashMap::new(),
             discovery_truncation_logged: false,
             sighting: None,
             client,
@@ -172,10 +164,6 @@ impl<'a> Session<'a> {
             tx,
             rx,
         }
-    }
-
-    fn patterns(&self) -> Vec<TreePattern> {
-        self.watched.iter().map(|w| w.pattern.clone()).collect()
     }
 
     pub(super) async fn run(
@@ -256,8 +244,8 @@ impl<'a> Session<'a> {
                 _ = discover.tick(), if connected && self.cfg.discovery.enabled && self.sighting.is_none() => self.discover().await,
                 _ = tokio::time::sleep_until(self.sighting.as_ref().map_or_else(tokio::time::Instant::now, |s| s.2)), if connected && self.sighting.is_some() => self.confirm().await,
                 _ = retry.tick(), if connected => {
-                    for i in self.state.unsynced_trees() {
-                        self.sync_tree(i).await;
+                    for id in self.state.unsynced_trees() {
+                        self.sync_tree(id).await;
                     }
                 }
             }
@@ -269,27 +257,21 @@ impl<'a> Session<'a> {
             .into_iter()
             .filter(|e| {
                 self.watched
-                    .get(e.tree)
+                    .get(&e.tree)
                     .is_some_and(|w| w.current == Some(e.generation))
             })
             .collect();
         if current.is_empty() {
             return;
         }
-        let mut trees: Vec<usize> = current.iter().map(|e| e.tree).collect();
+        let mut trees: Vec<TreeId> = current.iter().map(|e| e.tree).collect();
         trees.sort_unstable();
         trees.dedup();
         let result = match self.mode {
             Mode::Persistent => {
-                let routes: Vec<Route> = self
-                    .patterns()
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, pattern)| Route {
-                        pattern,
-                        sequential: self.state.is_sequential_election_tree(i),
-                        outer_record: self.state.outer_record(i),
-                    })
+                let routes: HashMap<TreeId, WatchPlan> = trees
+                    .iter()
+                    .filter_map(|id| Some((*id, self.watched.get(id)?.plan.clone())))
                     .collect();
                 apply_events(&self.client, &routes, current, &self.state).await
             }
@@ -303,10 +285,10 @@ impl<'a> Session<'a> {
                 if applied.drops_to_report {
                     report_dropped(self.cfg);
                 }
-                for (i, node) in applied.misfits {
+                for (id, node) in applied.misfits {
                     let message = ephemeral_election_node(&node);
-                    if self.state.tree_failed(i, message.clone()) {
-                        warn!(cluster = %self.cfg.name, tree = %self.watched[i].pattern.as_str(), "{message}");
+                    if self.state.tree_failed(id, message.clone()) {
+                        warn!(cluster = %self.cfg.name, tree = %node, "{message}");
                     }
                 }
             }
@@ -314,8 +296,8 @@ impl<'a> Session<'a> {
                 // A read failed (connection loss mid-batch): the affected
                 // trees are re-listed rather than guessed.
                 debug!(cluster = %self.cfg.name, "reading changed nodes failed ({e}); resyncing");
-                for i in trees {
-                    self.sync_tree(i).await;
+                for id in trees {
+                    self.sync_tree(id).await;
                 }
             }
         }
@@ -331,10 +313,12 @@ impl<'a> Session<'a> {
                 generation: event.generation,
                 tx: self.tx.clone(),
             };
-            let w = &mut self.watched[event.tree];
+            let Some(w) = self.watched.get_mut(&event.tree) else {
+                continue;
+            };
             oneshot::apply_event(
                 &self.client,
-                &w.pattern,
+                &w.plan.pattern,
                 event,
                 &sink,
                 &mut w.levels,
@@ -346,26 +330,18 @@ impl<'a> Session<'a> {
     }
 
     /// A reload changed the configured trees: the models take the new set
-    /// (unchanged trees keep theirs), every watch is placed again and every
-    /// tree listed, in this session.
+    /// (unchanged trees keep theirs, and their watches), new trees are
+    /// watched and listed, and the watches of trees gone are dropped.
     async fn retree(&mut self, plan: TreePlan, connected: bool) {
-        self.state.retree(plan.fresh, &plan.kept);
-        self.rewatch_all(connected).await;
-    }
-
-    /// Drops every watch (their events are stale from now on) and, when
-    /// connected, places them again for the trees the models hold now and
-    /// lists them: every watch carries its tree's index, and the indices
-    /// moved.
-    async fn rewatch_all(&mut self, connected: bool) {
-        self.watched = self
-            .state
-            .trees_watched()
-            .into_iter()
-            .map(|(pattern, _, _)| Watched::new(pattern))
-            .collect();
+        self.state.retree(plan.configured);
+        let now: HashSet<TreeId> = self.state.trees_watched().iter().map(|t| t.id).collect();
+        self.watched.retain(|id, _| now.contains(id));
         if connected {
-            self.sync_all().await;
+            for id in now {
+                if !self.watched.contains_key(&id) {
+                    self.sync_tree(id).await;
+                }
+            }
         }
     }
 
@@ -373,10 +349,10 @@ impl<'a> Session<'a> {
         self.state
             .trees_watched()
             .into_iter()
-            .map(|(pattern, kind, source)| discovery::Watched {
-                pattern,
-                kind,
-                source,
+            .map(|t| discovery::Watched {
+                pattern: t.pattern,
+                kind: t.kind,
+                source: t.source,
             })
             .collect()
     }
@@ -418,18 +394,14 @@ impl<'a> Session<'a> {
     }
 
     /// Hands discovery's changes to the models and watches the new trees.
+    /// A retired tree's watch goes; no other tree's is touched.
     async fn adopt(&mut self, retired: &[TreePattern], added: Vec<Tree>, status: DiscoveryStatus) {
-        let first_new = self.watched.len();
-        let patterns: Vec<TreePattern> = added.iter().map(|t| t.pattern().clone()).collect();
-        self.state.trees_discovered(retired, added, status);
-        if retired.is_empty() {
-            self.watched.extend(patterns.into_iter().map(Watched::new));
-            for i in first_new..self.watched.len() {
-                self.sync_tree(i).await;
-            }
-        } else {
-            // Trees moved down (rare: only when a discovered tree vanished).
-            self.rewatch_all(true).await;
+        let new: Vec<TreeId> = added.iter().map(Tree::id).collect();
+        for id in self.state.trees_discovered(retired, added, status) {
+            self.watched.remove(&id);
+        }
+        for id in new {
+            self.sync_tree(id).await;
         }
     }
 
@@ -457,20 +429,31 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Watches and lists every tree the models hold, in their order
+    /// (configured, then discovered), dropping watches of trees gone.
     async fn sync_all(&mut self) {
-        for i in 0..self.watched.len() {
-            self.sync_tree(i).await;
+        let ids: Vec<TreeId> = self.state.trees_watched().iter().map(|t| t.id).collect();
+        self.watched.retain(|id, _| ids.contains(id));
+        for id in ids {
+            self.sync_tree(id).await;
         }
         // The listings' buffers are gone: give their pages back.
         crate::os::release_freed_memory();
     }
 
-    /// Replaces the tree's watches and re-lists it.
-    async fn sync_tree(&mut self, i: usize) {
-        self.watched[i].unwatch();
+    /// Replaces the tree's watches and re-lists it (a tree no longer in
+    /// the models is not watched at all).
+    async fn sync_tree(&mut self, id: TreeId) {
+        let Some(plan) = self.state.watch_plan(id) else {
+            self.watched.remove(&id);
+            return;
+        };
+        self.watched
+            .entry(id)
+            .or_insert_with(|| Watched::new(plan))
+            .unwatch();
         self.generation += 1;
-        let pattern = self.watched[i].pattern.clone();
-        let mut result = self.list(i, &pattern).await;
+        let mut result = self.list(id).await;
         if self.mode == Mode::Persistent
             && self.cfg.watch_mode == WatchMode::Auto
             && matches!(&result, Err(SyncError::Zk(e)) if is_unsupported(e))
@@ -480,8 +463,12 @@ impl<'a> Session<'a> {
                 "the server does not support persistent watches or multi-reads (ZooKeeper < 3.6); using one-shot watches"
             );
             self.mode = Mode::Oneshot;
-            result = self.list(i, &pattern).await;
+            result = self.list(id).await;
         }
+        let Some(w) = self.watched.get_mut(&id) else {
+            return;
+        };
+        let pattern = w.plan.pattern.clone();
         match result {
             Ok(listed) => {
                 if listed.recovered {
@@ -490,15 +477,15 @@ impl<'a> Session<'a> {
                 if listed.drops_to_report {
                     report_dropped(self.cfg);
                 }
-                self.watched[i].current = Some(self.generation);
+                w.current = Some(self.generation);
             }
             Err(e) => {
                 let message = match e {
                     SyncError::Misfit(m) => m,
                     SyncError::Zk(e) => describe_sync_error(self.cfg, &pattern, &e),
                 };
-                self.watched[i].watch = None;
-                if self.state.tree_failed(i, message.clone()) {
+                w.watch = None;
+                if self.state.tree_failed(id, message.clone()) {
                     warn!(cluster = %self.cfg.name, tree = %pattern.as_str(), "{message}; retrying every {SYNC_RETRY:?}");
                 }
             }
@@ -510,10 +497,10 @@ impl<'a> Session<'a> {
     /// the elections a listing found without children are checked.
     async fn ephemeral_election_node(
         &self,
-        i: usize,
+        plan: &WatchPlan,
         listing: &[(String, Vec<ChildNode>)],
     ) -> Option<String> {
-        if !self.state.is_sequential_election_tree(i) {
+        if !plan.sequential {
             return None;
         }
         let empty: Vec<String> = listing
@@ -534,65 +521,66 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Places the watches of tree `i`, lists it and applies the listing, in
-    /// the current mode. With persistent watches the listing arrives in
+    /// Places the watches of tree `id`, lists it and applies the listing,
+    /// in the current mode. With persistent watches the listing arrives in
     /// slices of [`LISTING_SLICE`] parents, each applied before the next
     /// is read: memory stays bounded whatever the tree's size.
-    async fn list(&mut self, i: usize, pattern: &TreePattern) -> Result<Listed, SyncError> {
+    async fn list(&mut self, id: TreeId) -> Result<Listed, SyncError> {
+        let Some(plan) = self.watched.get(&id).map(|w| w.plan.clone()) else {
+            return Ok(Listed::default());
+        };
         match self.mode {
             Mode::Persistent => {
-                let watch = start_watch(
-                    &self.client,
-                    i,
-                    &self.state.watch_root(i),
-                    self.generation,
-                    self.tx.clone(),
-                )
-                .await?;
-                self.watched[i].watch = Some(watch);
-                let parents = list_parents(&self.client, pattern, &self.state).await?;
+                let tx = self.tx.clone();
+                let watch = start_watch(&self.client, id, &plan.root, self.generation, tx).await?;
+                if let Some(w) = self.watched.get_mut(&id) {
+                    w.watch = Some(watch);
+                }
+                let parents = list_parents(&self.client, &plan.pattern, &self.state).await?;
                 let mut listed: HashSet<String> = HashSet::with_capacity(parents.len());
                 for slice in parents.chunks(LISTING_SLICE) {
                     let part = list_part(&self.client, slice, &self.state).await?;
-                    if let Some(node) = self.ephemeral_election_node(i, &part).await {
+                    if let Some(node) = self.ephemeral_election_node(&plan, &part).await {
                         return Err(SyncError::Misfit(ephemeral_election_node(&node)));
                     }
                     listed.extend(part.iter().map(|(p, _)| p.clone()));
-                    self.state.tree_listing_part(i, part, Now::current());
+                    self.state.tree_listing_part(id, part, Now::current());
                 }
-                let record = match self.state.outer_record(i) {
+                let record = match plan.outer_record.clone() {
                     Some(r) => Some(read_outer_record(&self.client, r, &self.state).await?),
                     None => None,
                 };
-                let done = self.state.tree_listing_done(i, &|p| listed.contains(p));
+                let done = self.state.tree_listing_done(id, &|p| listed.contains(p));
                 if let Some(record) = record {
-                    self.state.trees_changed(vec![(i, record)], Now::current());
+                    self.state.trees_changed(vec![(id, record)], Now::current());
                 }
                 Ok(done)
             }
             Mode::Oneshot => {
                 let sink = Sink {
-                    tree: i,
+                    tree: id,
                     generation: self.generation,
                     tx: self.tx.clone(),
                 };
                 let (listing, levels) =
-                    oneshot::list_tree(&self.client, pattern, &sink, &self.state).await?;
-                self.watched[i].levels = levels;
+                    oneshot::list_tree(&self.client, &plan.pattern, &sink, &self.state).await?;
+                if let Some(w) = self.watched.get_mut(&id) {
+                    w.levels = levels;
+                }
                 // A record read once and never again would soon disagree
                 // with a master that moved: with one-shot watches it is not
                 // read at all, so its series stays absent.
-                if let Some((record, _)) = self.state.outer_record(i) {
+                if let Some((record, _)) = &plan.outer_record {
                     warn!(
                         cluster = %self.cfg.name,
-                        tree = %pattern.as_str(),
+                        tree = %plan.pattern.as_str(),
                         "the election record {record} is only followed with persistent watches (ZooKeeper >= 3.6); zookeeper_election_record_agrees stays absent"
                     );
                 }
-                if let Some(node) = self.ephemeral_election_node(i, &listing).await {
+                if let Some(node) = self.ephemeral_election_node(&plan, &listing).await {
                     return Err(SyncError::Misfit(ephemeral_election_node(&node)));
                 }
-                Ok(self.state.tree_listed(i, listing, Now::current()))
+                Ok(self.state.tree_listed(id, listing, Now::current()))
             }
         }
     }

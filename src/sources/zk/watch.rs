@@ -15,17 +15,19 @@ use zookeeper_client::{AddWatchMode, Client, EventType, WatchedEvent};
 use super::read::{Op, as_child, as_children, join, multi_read};
 
 use crate::model::election::Now;
-use crate::model::tree::{ChildNode, PathKind, TreePattern};
-use crate::model::{SharedCluster, TreeChange};
+use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern};
+use crate::model::{SharedCluster, TreeChange, WatchPlan};
 
 /// Events applied under one lock and one multi-read.
 pub const MAX_EVENTS_PER_BATCH: usize = 1024;
 
-/// A node event from one tree's watch, tagged with the watch generation so
-/// events of a replaced watch are discarded.
+/// A node event from one tree's watch, tagged with the watch's own
+/// generation: a resync replaces a tree's watch, and events of the old one
+/// still queued would undo what the new listing showed (a lock node
+/// deleted and created again before the listing would read as free).
 #[derive(Debug)]
 pub struct TreeEvent {
-    pub tree: usize,
+    pub tree: TreeId,
     pub generation: u64,
     pub event: WatchedEvent,
 }
@@ -50,7 +52,7 @@ impl Drop for TreeWatch {
 /// because polling a persistent watcher after one panics.
 pub async fn start_watch(
     client: &Client,
-    tree: usize,
+    tree: TreeId,
     root: &str,
     generation: u64,
     tx: mpsc::UnboundedSender<TreeEvent>,
@@ -173,25 +175,12 @@ pub async fn list_part(
         .collect())
 }
 
-/// How one tree's events are told apart.
-#[derive(Debug, Clone)]
-pub struct Route {
-    pub pattern: TreePattern,
-    /// Sequential election trees: a created election node is read, to
-    /// check it is persistent.
-    pub sequential: bool,
-    /// (record path, election path) of a sequential election's record.
-    pub outer_record: Option<(String, String)>,
-}
-
-impl Route {
-    /// The election whose outer record is at `path`.
-    fn election_of_record(&self, path: &str) -> Option<&str> {
-        self.outer_record
-            .as_ref()
-            .filter(|(record, _)| record == path)
-            .map(|(_, election)| election.as_str())
-    }
+/// The election whose outer record is at `path`, if the tree has one.
+fn election_of_record<'a>(plan: &'a WatchPlan, path: &str) -> Option<&'a str> {
+    plan.outer_record
+        .as_ref()
+        .filter(|(record, _)| record == path)
+        .map(|(_, election)| election.as_str())
 }
 
 /// Reads the outer record of a sequential election: the change to apply
@@ -216,7 +205,7 @@ pub struct Applied {
     /// Election nodes of sequential trees created as ephemeral nodes (a
     /// node election configured the wrong way): (tree, path). They are not
     /// applied: such an election would be masterless forever.
-    pub misfits: Vec<(usize, String)>,
+    pub misfits: Vec<(TreeId, String)>,
 }
 
 /// Applies a batch of events of one or more trees: reads the created or
@@ -225,7 +214,7 @@ pub struct Applied {
 /// order under one lock.
 pub async fn apply_events(
     client: &Client,
-    routes: &[Route],
+    routes: &HashMap<TreeId, WatchPlan>,
     events: Vec<TreeEvent>,
     state: &SharedCluster,
 ) -> Result<Applied, zookeeper_client::Error> {
@@ -233,12 +222,14 @@ pub async fn apply_events(
     let mut index: HashMap<&str, usize> = HashMap::new();
     for e in &events {
         let path = e.event.path.as_str();
-        let route = &routes[e.tree];
+        let Some(route) = routes.get(&e.tree) else {
+            continue;
+        };
         let read = match (route.pattern.classify(path), e.event.event_type) {
             (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
             (PathKind::Parent, EventType::NodeCreated) => route.sequential,
             (PathKind::Other, EventType::NodeCreated | EventType::NodeDataChanged) => {
-                route.election_of_record(path).is_some()
+                election_of_record(route, path).is_some()
             }
             _ => false,
         };
@@ -252,8 +243,10 @@ pub async fn apply_events(
     let mut applied = Applied::default();
     for e in &events {
         let path = e.event.path.as_str();
-        let route = &routes[e.tree];
-        if let Some(election) = route.election_of_record(path) {
+        let Some(route) = routes.get(&e.tree) else {
+            continue;
+        };
+        if let Some(election) = election_of_record(route, path) {
             let data = match e.event.event_type {
                 EventType::NodeDeleted => None,
                 EventType::NodeCreated | EventType::NodeDataChanged => {
