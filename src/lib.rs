@@ -65,6 +65,7 @@
 
 pub mod agent;
 pub mod alerting;
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod fourlw;

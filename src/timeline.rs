@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::info;
 
-use crate::http::events::event_json;
+use crate::api::events::EventBody;
+use crate::model::election::Now;
 use crate::model::{Roster, SharedCluster};
 
 /// How often new entries are looked for.
@@ -25,35 +26,33 @@ pub async fn run(clusters: Roster<SharedCluster>, mut stop: watch::Receiver<bool
             _ = stop.wait_for(|s| *s) => return,
         }
         let roster = clusters.now();
-        logged.retain(|name, _| roster.iter().any(|c| c.read().name == *name));
+        let mut seen = Vec::with_capacity(roster.len());
         for c in roster.iter() {
-            c.tick(crate::model::election::Now::current());
-            let name = c.read().name.clone();
-            let last = logged.entry(name).or_insert(0);
-            let new: Vec<(u64, serde_json::Value)> = {
-                let g = c.read();
-                g.events
-                    .after(*last)
-                    .map(|e| (e.seq, event_json(&g.name, e)))
-                    .collect()
-            };
-            for (seq, e) in new {
-                *last = seq;
-                let field = |k: &str| e[k].as_str().unwrap_or("").to_owned();
-                let who = |k: &str| e[k]["identity"].as_str().unwrap_or("").to_owned();
-                info!(
-                    target: "zk_election_exporter::events",
-                    seq,
-                    cluster = %field("cluster"),
-                    election = %field("election"),
-                    kind = %field("kind"),
-                    from = %who("from"),
-                    to = %who("to"),
-                    cause = %field("cause"),
-                    at = %field("at"),
-                    "{}", e["kind"].as_str().unwrap_or("event")
-                );
+            let after = |name: &str| logged.get(name).copied().unwrap_or(0);
+            let (name, new) = c.tick(Now::current(), after);
+            let last = logged.entry(name.clone()).or_insert(0);
+            for e in &new {
+                *last = e.seq;
+                log(&EventBody::of(&name, e));
             }
+            seen.push(name);
         }
+        logged.retain(|name, _| seen.contains(name));
     }
+}
+
+/// One entry's log line.
+fn log(e: &EventBody) {
+    info!(
+        target: "zk_election_exporter::events",
+        seq = e.seq,
+        cluster = %e.cluster,
+        election = %e.election.as_deref().unwrap_or(""),
+        kind = %e.kind,
+        from = %e.from_identity().unwrap_or(""),
+        to = %e.to_identity().unwrap_or(""),
+        cause = %e.cause_label().unwrap_or(""),
+        at = %e.at,
+        "{}", e.kind
+    );
 }

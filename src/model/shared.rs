@@ -11,7 +11,7 @@ use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::election::Now;
 use super::ensemble::ServerPoll;
-use super::events::What;
+use super::events::{Event, What};
 use super::ghost::{Round, SessionTracker};
 use super::session::SessionState;
 use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
@@ -312,9 +312,15 @@ impl SharedCluster {
         }
     }
 
-    /// Time-driven timeline entries at `now` (see [`ClusterState::tick`]).
-    pub fn tick(&self, now: Now) {
-        self.write().tick(now);
+    /// Time-driven timeline entries at `now` (see [`ClusterState::tick`]),
+    /// then the cluster's name and its entries numbered after what `after`
+    /// says of that name, all under one lock.
+    pub fn tick(&self, now: Now, after: impl FnOnce(&str) -> u64) -> (String, Vec<Event>) {
+        let mut g = self.write();
+        g.tick(now);
+        let from = after(&g.name);
+        let new = g.events.after(from).cloned().collect();
+        (g.name.clone(), new)
     }
 
     /// Owner sessions of every tree's ephemeral nodes.

@@ -1,0 +1,216 @@
+//! What the status page shows, and `/api/v1/status` serializes: per
+//! cluster the agent's session, the ensemble members, the elections (those
+//! needing attention first), the locks held, the latest events; and the
+//! alerts being pushed.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::events::EventBody;
+use super::{rfc3339_seconds, session_hex};
+use crate::model::ClusterState;
+use crate::model::alerting::PushCounts;
+use crate::model::attention::State as ElectionState;
+
+/// Rows per table: the page stays readable; the JSON API has the rest.
+pub const ROWS: usize = 200;
+/// Latest events per cluster.
+pub const EVENTS: usize = 20;
+
+/// `GET /api/v1/status`, and the page at `/`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusBody {
+    pub clusters: Vec<ClusterStatus>,
+    /// When this was made (RFC 3339).
+    pub generated: String,
+    pub pushed_alerts: Vec<PushedAlert>,
+    /// Whether `[alerting]` pushes alerts at all.
+    pub pushing: bool,
+    pub telemetry_path: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterStatus {
+    pub cluster: String,
+    /// The first [`ROWS`], those needing attention first, then path order.
+    pub elections: Vec<ElectionRow>,
+    /// Elections with series (all of them up to `max_elections`).
+    pub elections_shown_of: usize,
+    pub elections_watched: usize,
+    /// The latest [`EVENTS`], newest first.
+    pub events: Vec<EventBody>,
+    pub locks_held: Vec<LockRow>,
+    pub members: Vec<MemberRow>,
+    pub session: &'static str,
+    pub session_error: Option<String>,
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberRow {
+    pub role: Option<&'static str>,
+    pub server: String,
+    /// `up`, `down` or `unverified` (answered, but not as a ZooKeeper).
+    pub up: &'static str,
+    /// Transactions behind the newest member of the same epoch.
+    pub zxid_lag: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ElectionRow {
+    pub candidates: Option<usize>,
+    pub election: String,
+    pub ghost: bool,
+    /// The master's identity.
+    pub master: Option<String>,
+    pub node: Option<String>,
+    pub since: Option<String>,
+    pub state: &'static str,
+    pub switches: u64,
+    pub switches_last_hour: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LockRow {
+    pub held_seconds: Option<u64>,
+    pub holders: usize,
+    pub lock: String,
+    pub waiters: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PushedAlert {
+    pub alertname: &'static str,
+    pub cluster: String,
+    /// Absent from the key of cluster-wide alerts: `null`.
+    pub election: Option<String>,
+    pub since: String,
+}
+
+impl StatusBody {
+    pub fn new(
+        clusters: Vec<ClusterStatus>,
+        push: PushCounts,
+        telemetry_path: &str,
+        wall: SystemTime,
+    ) -> Self {
+        let pushed_alerts = push
+            .firing
+            .into_iter()
+            .map(|(alertname, cluster, election, since)| PushedAlert {
+                alertname,
+                cluster,
+                election: (!election.is_empty()).then_some(election),
+                since: rfc3339_seconds(since),
+            })
+            .collect();
+        Self {
+            clusters,
+            generated: rfc3339_seconds(wall),
+            pushed_alerts,
+            pushing: push.enabled,
+            telemetry_path: telemetry_path.to_owned(),
+        }
+    }
+}
+
+impl ClusterStatus {
+    pub fn of(c: &ClusterState, now: Instant, wall: SystemTime) -> Self {
+        let survey = c.survey(now);
+        let mut elections = election_rows(c, &survey.exported, now, wall);
+        // Those needing attention first, then path order.
+        elections.sort_by_key(|(state, _)| *state);
+        let shown_of = elections.len();
+        let locks = c
+            .trees
+            .iter()
+            .filter_map(|t| t.as_locks())
+            .flat_map(|l| l.locks())
+            .filter(|(_, lock)| lock.held())
+            .take(ROWS)
+            .map(|(path, lock)| LockRow {
+                held_seconds: lock.hold(now).map(|d| d.as_secs()),
+                holders: lock.holders(),
+                lock: path.to_owned(),
+                waiters: lock.waiters(),
+            })
+            .collect();
+        Self {
+            cluster: c.name.clone(),
+            elections: elections.into_iter().take(ROWS).map(|(_, r)| r).collect(),
+            elections_shown_of: shown_of,
+            elections_watched: survey.total,
+            events: c
+                .events
+                .newest_first()
+                .take(EVENTS)
+                .map(|e| EventBody::of(&c.name, e))
+                .collect(),
+            locks_held: locks,
+            members: member_rows(c),
+            session: c.session.state.label(),
+            session_error: c.session.last_error.clone(),
+            session_id: c.session.id.map(session_hex),
+        }
+    }
+}
+
+fn member_rows(c: &ClusterState) -> Vec<MemberRow> {
+    let Some(e) = c.ensemble.as_ref() else {
+        return Vec::new();
+    };
+    let newest = e.servers().filter_map(|(_, h)| h.zxid()).max().unwrap_or(0);
+    e.servers()
+        .map(|(server, h)| MemberRow {
+            role: h.role().map(|r| r.label()),
+            server: server.to_owned(),
+            up: if h.unverified() {
+                "unverified"
+            } else if h.up() {
+                "up"
+            } else {
+                "down"
+            },
+            zxid_lag: h
+                .zxid()
+                .filter(|z| z >> 32 == newest >> 32)
+                .map(|z| (newest & 0xffff_ffff) - (z & 0xffff_ffff)),
+        })
+        .collect()
+}
+
+fn election_rows(
+    c: &ClusterState,
+    exported: &[crate::model::attention::Exported<'_>],
+    now: Instant,
+    wall: SystemTime,
+) -> Vec<(ElectionState, ElectionRow)> {
+    let hour_ago = wall - Duration::from_secs(3600);
+    exported
+        .iter()
+        .map(|(tree, path, election)| {
+            let tree = tree.as_elections();
+            let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, election, now));
+            let switches_last_hour = c
+                .events
+                .newest_first()
+                .take_while(|e| e.at >= hour_ago)
+                .filter(|e| e.election == *path && e.what.kind() == "switch")
+                .count();
+            let master = election.master();
+            let row = ElectionRow {
+                candidates: tree.and_then(|t| c.candidates_of(t, election)),
+                election: (*path).to_owned(),
+                ghost: state == ElectionState::Ghost,
+                master: master.as_ref().map(|m| m.identity.to_owned()),
+                node: master.as_ref().map(|m| m.node.to_owned()),
+                since: master.as_ref().map(|m| rfc3339_seconds(m.since)),
+                state: state.label(),
+                switches: election.changes(),
+                switches_last_hour,
+            };
+            (state, row)
+        })
+        .collect()
+}
