@@ -38,9 +38,8 @@ struct Live {
 }
 
 struct Pusher {
-    /// The `[alerting]` it runs with, as `Debug` shows it (no secrets are
-    /// in it: credentials are files, read at each send).
-    shape: String,
+    /// The fingerprint of the `[alerting]` it runs with.
+    fingerprint: u64,
     stop: watch::Sender<bool>,
     task: JoinHandle<Book>,
 }
@@ -100,7 +99,7 @@ impl Running {
             pusher: None,
         };
         running.publish();
-        running.set_pusher(config, Book::default());
+        running.set_pusher(config, None);
         running
     }
 
@@ -116,10 +115,17 @@ impl Running {
         );
     }
 
-    fn set_pusher(&mut self, config: &Config, book: Book) {
+    /// Starts the pusher `[alerting]` asks for, carrying on with what
+    /// the one before had firing.
+    fn set_pusher(&mut self, config: &Config, carried: Option<Book>) {
         self.pusher = config.alerting.clone().map(|alerting| {
             let (stop, rx) = watch::channel(false);
-            let shape = format!("{alerting:?}");
+            let fingerprint = alerting.fingerprint();
+            let thresholds = crate::alerting::thresholds(&alerting);
+            let book = match carried {
+                Some(book) => book.retuned(thresholds),
+                None => Book::new(thresholds),
+            };
             let task = tokio::spawn(crate::alerting::run(
                 alerting,
                 self.clusters.clone(),
@@ -127,7 +133,11 @@ impl Running {
                 rx,
                 book,
             ));
-            Pusher { shape, stop, task }
+            Pusher {
+                fingerprint,
+                stop,
+                task,
+            }
         });
     }
 
@@ -197,15 +207,15 @@ impl Running {
         });
         self.publish();
 
-        let shape = new.alerting.as_ref().map(|a| format!("{a:?}"));
+        let fingerprint = new.alerting.as_ref().map(|a| a.fingerprint());
         let mut pusher_note = "";
-        if self.pusher.as_ref().map(|p| &p.shape) != shape.as_ref() {
+        if self.pusher.as_ref().map(|p| p.fingerprint) != fingerprint {
             let book = match self.pusher.take() {
                 Some(p) => {
                     let _ = p.stop.send(true);
-                    p.task.await.unwrap_or_default()
+                    p.task.await.ok()
                 }
-                None => Book::default(),
+                None => None,
             };
             self.set_pusher(new, book);
             pusher_note = if self.pusher.is_some() {
@@ -214,7 +224,7 @@ impl Running {
                 "; alert pusher stopped"
             };
         }
-        let web_note = if web_shape(old) != web_shape(new) {
+        let web_note = if old.web.listener_fingerprint() != new.web.listener_fingerprint() {
             warn!(
                 "reload: [web] changed; listen address, path, timeouts and web config file apply at the next start"
             );
@@ -237,18 +247,6 @@ impl Running {
             stop(live).await;
         }
     }
-}
-
-/// What of `[web]` a reload cannot change without a new listener.
-fn web_shape(c: &Config) -> String {
-    let w = &c.web;
-    format!(
-        "{} {} {:?} {:?}",
-        w.listen_address,
-        w.telemetry_path,
-        w.limits,
-        w.config_file.as_ref().map(|(p, _)| p)
-    )
 }
 
 /// Turns every SIGHUP into a reload request; the agent logs the outcome.

@@ -4,154 +4,134 @@
 //! every `resend_interval`, marks resolved ones with `endsAt`, retries
 //! failed deliveries with backoff. Sends run apart from the watch and from
 //! one another: a hung Alertmanager delays nothing else.
+//!
+//! What the [`Book`] decides (what fires, what resolved) is pure; this
+//! module is its I/O: one [`Delivery`] per Alertmanager says when a send is
+//! due and what it owes, and the bodies are [`crate::api::alerts`]'s.
 
 pub mod client;
+mod delivery;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
+use crate::api::alerts::{Context, PostableAlert};
 use crate::config::alerting::AlertingConfig;
-use crate::model::alerting::{Book, Firing, Key, Kind, PushStats, Reading, Thresholds, fill};
+use crate::model::alerting::{Book, Changes, Kind, PushStats, Reading, Thresholds};
 use crate::model::{Roster, SharedCluster};
+use delivery::{Delivery, Done};
 
 /// How often conditions are read.
 const TICK: Duration = Duration::from_millis(500);
-/// Longest wait between retries to an Alertmanager that fails.
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// Resolutions not delivered within this are given up (and counted).
-const RESOLVED_KEPT: Duration = Duration::from_secs(600);
 
-/// One Alertmanager's delivery state.
-#[derive(Debug, Default)]
-struct Delivery {
-    /// Something changed since the last delivery.
-    dirty: bool,
-    last_ok: Option<Instant>,
-    retry_at: Option<Instant>,
-    failures: u32,
-    in_flight: bool,
-    /// Resolved alerts (with when) not yet delivered here.
-    resolved: Vec<(Key, Firing, SystemTime)>,
-    /// Whether the last attempt failed (logged once per outage).
-    failing: bool,
+/// The holds and cap `cfg` gives the [`Book`].
+pub fn thresholds(cfg: &AlertingConfig) -> Thresholds {
+    Thresholds {
+        no_master_for: cfg.no_master_for,
+        session_lost_for: cfg.session_lost_for,
+        max_alerts: cfg.max_alerts,
+    }
 }
 
-/// The JSON of one alert (Alertmanager API v2 `postableAlert`).
-fn alert_json(
-    cfg: &AlertingConfig,
-    key: &Key,
-    firing: &Firing,
-    now: Instant,
-    wall: SystemTime,
-    ends: SystemTime,
-) -> Value {
-    let (kind, cluster, election) = key;
-    let mut labels = Map::new();
-    for (k, v) in &cfg.external_labels {
-        labels.insert(k.clone(), json!(v));
-    }
-    labels.insert("alertname".into(), json!(kind.alertname()));
-    labels.insert("severity".into(), json!(kind.severity()));
-    labels.insert("cluster".into(), json!(cluster));
-    if !election.is_empty() {
-        labels.insert("election".into(), json!(election));
-    }
-    let (summary, description) = kind.texts();
-    let starts = wall - now.saturating_duration_since(firing.since);
-    let mut alert = json!({
-        "labels": labels,
-        "annotations": {
-            "summary": fill(summary, cluster, election, firing.value),
-            "description": fill(description, cluster, election, firing.value),
-            "runbook_url": format!("docs/runbooks.md#{}", kind.anchor()),
-        },
-        "startsAt": humantime::format_rfc3339_millis(starts).to_string(),
-        "endsAt": humantime::format_rfc3339_millis(ends).to_string(),
-    });
-    if let Some(base) = &cfg.generator_url {
-        let path = if election.is_empty() {
-            String::from("/")
-        } else {
-            format!("/api/v1/elections{election}?cluster={cluster}")
-        };
-        alert["generatorURL"] = json!(format!("{}{path}", base.trim_end_matches('/')));
-    }
-    alert
+/// A finished send: which Alertmanager, and how it went.
+type Sent = (usize, Done);
+
+/// The pusher between ticks.
+struct Pusher {
+    cfg: Arc<AlertingConfig>,
+    stats: Arc<PushStats>,
+    book: Book,
+    /// When each disconnected cluster's session was first seen lost.
+    lost_since: HashMap<String, Instant>,
+    /// One per `cfg.alertmanagers`, in order.
+    deliveries: Vec<Delivery>,
+    sends: JoinSet<Sent>,
 }
 
 /// Runs until `stop` turns true, then hands back what fires, so a pusher
 /// started by a reload carries on (resolving what clears) where this one
-/// stopped.
+/// stopped. `book` is built with `cfg`'s [`thresholds`].
 pub async fn run(
     cfg: AlertingConfig,
     clusters: Roster<SharedCluster>,
     stats: Arc<PushStats>,
     mut stop: watch::Receiver<bool>,
-    mut book: Book,
+    book: Book,
 ) -> Book {
-    let thresholds = Thresholds {
-        no_master_for: cfg.no_master_for,
-        session_lost_for: cfg.session_lost_for,
-    };
-    let cfg = Arc::new(cfg);
-    let mut lost_since: HashMap<String, Instant> = HashMap::new();
-    let mut deliveries: Vec<Delivery> = cfg
-        .alertmanagers
-        .iter()
-        .map(|_| Delivery::default())
-        .collect();
-    let mut sends: JoinSet<(usize, usize, usize, Result<(), client::SendError>)> = JoinSet::new();
-    // Every Alertmanager has its counter from the start (rates need a zero).
-    stats.with(|s| {
-        s.enabled = true;
-        for target in &cfg.alertmanagers {
-            s.sent.entry(target.url.clone()).or_default();
-        }
-    });
-    info!(
-        alertmanagers = cfg.alertmanagers.len(),
-        no_master_for = ?cfg.no_master_for,
-        "pushing the agent's own alerts to Alertmanager"
-    );
+    let mut pusher = Pusher::new(cfg, stats, book);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
-            _ = stop.wait_for(|s| *s) => {
-                stats.with(|s| {
-                    s.enabled = false;
-                    s.active.clear();
-                    s.firing.clear();
-                });
-                return book;
-            }
+            _ = stop.wait_for(|s| *s) => return pusher.stop(),
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
-        let roster = clusters.now();
-        let mut readings: Vec<(String, Reading, bool)> = roster
+        let readings = clusters
+            .now()
             .iter()
-            .map(|cluster| {
-                let c = cluster.read();
-                (
-                    c.name.clone(),
-                    c.alert_reading(now),
-                    c.session.is_connected(),
-                )
-            })
+            .map(|c| c.alert_reading(now))
             .collect();
-        // A cluster a reload removed: what it had firing resolves (the user
-        // stopped watching it), instead of being re-sent as firing forever.
-        let gone: BTreeSet<String> = book
+        pusher.read(readings, now, wall);
+        pusher.publish(now, wall);
+        pusher.reap(now);
+        pusher.send_due(now, wall);
+    }
+}
+
+impl Pusher {
+    fn new(cfg: AlertingConfig, stats: Arc<PushStats>, book: Book) -> Self {
+        // Every Alertmanager has its counter from the start (rates need a zero).
+        stats.with(|s| {
+            s.enabled = true;
+            for target in &cfg.alertmanagers {
+                s.sent.entry(target.url.clone()).or_default();
+            }
+        });
+        info!(
+            alertmanagers = cfg.alertmanagers.len(),
+            no_master_for = ?cfg.no_master_for,
+            "pushing the agent's own alerts to Alertmanager"
+        );
+        Self {
+            deliveries: cfg
+                .alertmanagers
+                .iter()
+                .map(|_| Delivery::default())
+                .collect(),
+            cfg: Arc::new(cfg),
+            stats,
+            book,
+            lost_since: HashMap::new(),
+            sends: JoinSet::new(),
+        }
+    }
+
+    fn stop(self) -> Book {
+        self.stats.with(|s| {
+            s.enabled = false;
+            s.active.clear();
+            s.firing.clear();
+        });
+        self.book
+    }
+
+    /// Every cluster's reading (name, conditions, session connected) into
+    /// the book. A cluster a reload removed: what it had firing resolves
+    /// (the user stopped watching it), instead of being re-sent as firing
+    /// forever.
+    fn read(&mut self, mut readings: Vec<(String, Reading, bool)>, now: Instant, wall: SystemTime) {
+        let gone: BTreeSet<String> = self
+            .book
             .firing()
             .map(|(key, _)| key.1.clone())
             .filter(|name| !readings.iter().any(|(n, _, _)| n == name))
             .collect();
-        lost_since.retain(|name, _| readings.iter().any(|(n, _, _)| n == name));
+        self.lost_since
+            .retain(|name, _| readings.iter().any(|(n, _, _)| n == name));
         readings.extend(gone.into_iter().map(|name| {
             let reading = Reading {
                 fresh: true,
@@ -161,137 +141,124 @@ pub async fn run(
         }));
         for (name, reading, connected) in readings {
             let lost = if connected {
-                lost_since.remove(&name);
+                self.lost_since.remove(&name);
                 None
             } else {
-                Some(*lost_since.entry(name.clone()).or_insert(now))
+                Some(*self.lost_since.entry(name.clone()).or_insert(now))
             };
-            let (changes, left_out) =
-                book.update(&name, reading, lost, now, &thresholds, cfg.max_alerts);
+            let (changes, left_out) = self.book.update(&name, reading, lost, now);
             if left_out > 0 {
                 warn!(cluster = %name, left_out, "more alerts than alerting.max_alerts: the rest are not pushed (the rules' aggregates still see them)");
-                stats.with(|s| s.dropped += left_out as u64);
+                self.stats.with(|s| s.dropped += left_out as u64);
             }
-            for key in &changes.fired {
-                info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert fired");
-            }
-            for (key, _) in &changes.resolved {
-                info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert resolved");
-            }
-            if !changes.fired.is_empty() || !changes.resolved.is_empty() {
-                for d in &mut deliveries {
-                    d.dirty = true;
-                    d.resolved.extend(
-                        changes
-                            .resolved
-                            .iter()
-                            .map(|(k, f)| (k.clone(), f.clone(), wall)),
-                    );
-                    // Bounded while an Alertmanager is unreachable: the
-                    // oldest resolutions go first (counted). Not while a
-                    // send is in flight: it counts what it carried.
-                    let cap = cfg.max_alerts * 4;
-                    if d.resolved.len() > cap && !d.in_flight {
-                        let over = d.resolved.len() - cap;
-                        d.resolved.drain(..over);
-                        stats.with(|s| s.dropped += over as u64);
-                    }
-                }
+            self.changed(&changes, wall);
+        }
+    }
+
+    /// Logs what fired and resolved and tells every Alertmanager.
+    fn changed(&mut self, changes: &Changes, wall: SystemTime) {
+        for key in &changes.fired {
+            info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert fired");
+        }
+        for (key, _) in &changes.resolved {
+            info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert resolved");
+        }
+        if changes.fired.is_empty() && changes.resolved.is_empty() {
+            return;
+        }
+        let cap = self.cfg.max_alerts * 4;
+        for d in &mut self.deliveries {
+            let dropped = d.enqueue(&changes.resolved, wall, cap);
+            if dropped > 0 {
+                self.stats.with(|s| s.dropped += dropped as u64);
             }
         }
+    }
+
+    /// What fires, for `/metrics` and the status page.
+    fn publish(&self, now: Instant, wall: SystemTime) {
         let mut active: BTreeMap<&'static str, usize> =
             Kind::ALL.iter().map(|k| (k.alertname(), 0)).collect();
-        for (key, _) in book.firing() {
+        for (key, _) in self.book.firing() {
             *active.entry(key.0.alertname()).or_default() += 1;
         }
-        let firing = book
+        let firing = self
+            .book
             .firing()
             .map(|(k, f)| {
                 let since = wall - now.saturating_duration_since(f.since);
                 (k.0.alertname(), k.1.clone(), k.2.clone(), since)
             })
             .collect();
-        stats.with(|s| {
+        self.stats.with(|s| {
             s.active = active;
             s.firing = firing;
         });
+    }
 
-        while let Some(done) = sends.try_join_next() {
-            let Ok((i, count, alerts, result)) = done else {
+    /// Takes in the sends that finished.
+    fn reap(&mut self, now: Instant) {
+        while let Some(done) = self.sends.try_join_next() {
+            let Ok((i, done)) = done else {
                 continue;
             };
-            let d = &mut deliveries[i];
-            let url = &cfg.alertmanagers[i].url;
-            d.in_flight = false;
-            match result {
+            let url = &self.cfg.alertmanagers[i].url;
+            let d = &mut self.deliveries[i];
+            match &done.result {
                 Ok(()) => {
-                    if d.failing {
+                    if d.failing() {
                         info!(alertmanager = %url, "alerts delivered again");
                     }
-                    // Resolutions that arrived during the send are kept.
-                    let mut resolved = std::mem::take(&mut d.resolved);
-                    let kept = resolved.split_off(count.min(resolved.len()));
-                    *d = Delivery {
-                        last_ok: Some(now),
-                        resolved: kept,
-                        dirty: d.dirty,
-                        ..Delivery::default()
-                    };
-                    stats.with(|s| *s.sent.entry(url.clone()).or_default() += alerts as u64);
+                    self.stats
+                        .with(|s| *s.sent.entry(url.clone()).or_default() += done.alerts as u64);
                 }
                 Err(e) => {
-                    if !d.failing {
+                    if !d.failing() {
                         warn!(alertmanager = %url, reason = e.reason, "cannot deliver alerts: {}; retrying with backoff", e.detail);
                     }
-                    d.failing = true;
-                    d.failures += 1;
-                    let wait = Duration::from_secs(1 << d.failures.min(5)).min(BACKOFF_MAX);
-                    d.retry_at = Some(now + wait);
-                    d.dirty = true;
-                    stats.with(|s| *s.errors.entry((url.clone(), e.reason)).or_default() += 1);
+                    self.stats
+                        .with(|s| *s.errors.entry((url.clone(), e.reason)).or_default() += 1);
                 }
             }
+            d.on_done(&done, now);
         }
+    }
 
-        for (i, d) in deliveries.iter_mut().enumerate() {
-            if d.in_flight {
+    /// Starts a send to every Alertmanager one is due to.
+    fn send_due(&mut self, now: Instant, wall: SystemTime) {
+        let cx = Context {
+            external_labels: &self.cfg.external_labels,
+            generator_url: self.cfg.generator_url.as_deref(),
+        };
+        for (i, d) in self.deliveries.iter_mut().enumerate() {
+            let (due, dropped) = d.due(&self.book, now, wall, self.cfg.resend_interval);
+            if dropped > 0 {
+                self.stats.with(|s| s.dropped += dropped as u64);
+            }
+            if !due {
                 continue;
             }
-            let stale_before = wall - RESOLVED_KEPT;
-            let before = d.resolved.len();
-            d.resolved.retain(|(_, _, at)| *at >= stale_before);
-            if d.resolved.len() < before {
-                stats.with(|s| s.dropped += (before - d.resolved.len()) as u64);
-            }
-            let resend_due = !book.is_empty()
-                && d.last_ok
-                    .is_none_or(|t| now.saturating_duration_since(t) >= cfg.resend_interval);
-            let wanted = d.dirty || resend_due || !d.resolved.is_empty();
-            if !wanted || d.retry_at.is_some_and(|t| now < t) {
-                continue;
-            }
-            if book.is_empty() && d.resolved.is_empty() {
-                d.dirty = false;
-                continue;
-            }
-            let ends_active = wall + cfg.resend_interval * 4;
-            let mut alerts: Vec<Value> = book
+            let ends_active = wall + self.cfg.resend_interval * 4;
+            let mut alerts: Vec<PostableAlert> = self
+                .book
                 .firing()
-                .map(|(k, f)| alert_json(&cfg, k, f, now, wall, ends_active))
+                .map(|(k, f)| PostableAlert::of(cx, k, f, now, wall, ends_active))
                 .collect();
             alerts.extend(
-                d.resolved
-                    .iter()
-                    .map(|(k, f, at)| alert_json(&cfg, k, f, now, wall, *at)),
+                d.resolved()
+                    .map(|(k, f, at)| PostableAlert::of(cx, k, f, now, wall, at)),
             );
             let body = serde_json::to_vec(&alerts).unwrap_or_default();
-            let (count, sent) = (d.resolved.len(), alerts.len());
-            d.in_flight = true;
-            d.dirty = false;
-            let cfg = cfg.clone();
-            sends.spawn(async move {
+            let (resolved, alerts) = (d.start(), alerts.len());
+            let cfg = self.cfg.clone();
+            self.sends.spawn(async move {
                 let result = client::post(&cfg.alertmanagers[i], &body).await;
-                (i, count, sent, result)
+                let done = Done {
+                    resolved,
+                    alerts,
+                    result,
+                };
+                (i, done)
             });
         }
     }

@@ -9,7 +9,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::model::tree::TreeId;
 
-use super::{ClusterConfig, DiscoveryConfig, ElectionConfig, GroupConfig, LockConfig};
+use super::alerting::AlertingConfig;
+use super::{ClusterConfig, DiscoveryConfig, ElectionConfig, GroupConfig, LockConfig, WebConfig};
 
 fn of(debug: &impl std::fmt::Debug, secrets: impl FnOnce(&mut DefaultHasher)) -> u64 {
     let mut h = DefaultHasher::new();
@@ -67,5 +68,27 @@ impl ClusterConfig {
 impl DiscoveryConfig {
     pub fn fingerprint(&self) -> u64 {
         of(self, |_| ())
+    }
+}
+
+impl AlertingConfig {
+    /// Equal when a reload left `[alerting]` as it was (credentials are
+    /// files read at each send: a rotated one needs no new pusher).
+    pub fn fingerprint(&self) -> u64 {
+        of(self, |_| ())
+    }
+}
+
+impl WebConfig {
+    /// What of `[web]` a reload cannot change without a new listener:
+    /// address, path, limits and the web config file's path.
+    pub fn listener_fingerprint(&self) -> u64 {
+        let listener = (
+            &self.listen_address,
+            &self.telemetry_path,
+            &self.limits,
+            self.config_file.as_ref().map(|(p, _)| p),
+        );
+        of(&listener, |_| ())
     }
 }

@@ -110,11 +110,13 @@ impl Kind {
     }
 }
 
-/// The configured holds.
+/// The configured holds and cap.
 #[derive(Debug, Clone, Copy)]
 pub struct Thresholds {
     pub no_master_for: Duration,
     pub session_lost_for: Duration,
+    /// Most alerts firing per cluster.
+    pub max_alerts: usize,
 }
 
 /// Which alert: its kind, cluster and election (empty for the session).
@@ -233,8 +235,9 @@ pub struct Changes {
 const REGRESSION_WINDOW: Duration = Duration::from_secs(600);
 
 /// The alerts firing, and conditions waiting out their hold.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Book {
+    thresholds: Thresholds,
     firing: BTreeMap<Key, Firing>,
     pending: BTreeMap<Key, Instant>,
     /// Epoch regressions last seen per election, and when they grew.
@@ -244,6 +247,22 @@ pub struct Book {
 }
 
 impl Book {
+    pub fn new(thresholds: Thresholds) -> Self {
+        Self {
+            thresholds,
+            firing: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            regressions: BTreeMap::new(),
+            left_out: Default::default(),
+        }
+    }
+
+    /// The same alerts under new thresholds (a reload changed
+    /// `[alerting]`): what fires carries on, and resolves when it clears.
+    pub fn retuned(self, thresholds: Thresholds) -> Self {
+        Self { thresholds, ..self }
+    }
+
     pub fn firing(&self) -> impl Iterator<Item = (&Key, &Firing)> {
         self.firing.iter()
     }
@@ -258,18 +277,18 @@ impl Book {
 
     /// Applies `cluster`'s reading at `now`. A stale reading keeps what
     /// fires as it is. `session_lost_since` is when the agent's session
-    /// stopped being connected (measured by the caller). At most `max`
-    /// alerts fire per cluster; the number newly left out is returned
-    /// (each counted once, not at every update).
+    /// stopped being connected (measured by the caller). At most
+    /// `max_alerts` fire per cluster; the number newly left out is
+    /// returned (each counted once, not at every update).
     pub fn update(
         &mut self,
         cluster: &str,
         reading: Reading,
         session_lost_since: Option<Instant>,
         now: Instant,
-        t: &Thresholds,
-        max: usize,
     ) -> (Changes, usize) {
+        let t = self.thresholds;
+        let max = t.max_alerts;
         let mut changes = Changes::default();
         let mut wanted: BTreeMap<Key, (Instant, u64, Option<Duration>)> = BTreeMap::new();
         if let Some(since) = session_lost_since {
@@ -299,7 +318,7 @@ impl Book {
         let mut left_out = 0;
         let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
         for (key, (since, value, hold)) in &wanted {
-            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(t));
+            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(&t));
             if let Some(f) = self.firing.get_mut(key) {
                 f.value = *value;
             } else if held {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use super::alerting::Reading;
 use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::election::Now;
@@ -57,6 +58,19 @@ impl SharedCluster {
 
     fn write(&self) -> RwLockWriteGuard<'_, ClusterState> {
         self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    // --- what the outputs read ---
+
+    /// What the alert pusher reads at `now`: the cluster's name, its alert
+    /// conditions and whether its session is connected, under one lock.
+    pub fn alert_reading(&self, now: std::time::Instant) -> (String, Reading, bool) {
+        let g = self.read();
+        (
+            g.name.clone(),
+            g.alert_reading(now),
+            g.session.is_connected(),
+        )
     }
 
     // --- the agent's own session ---

@@ -3,6 +3,7 @@ use super::*;
 const T: Thresholds = Thresholds {
     no_master_for: Duration::from_secs(5),
     session_lost_for: Duration::from_secs(30),
+    max_alerts: 10,
 };
 
 fn at(t0: Instant, secs: u64) -> Instant {
@@ -34,31 +35,17 @@ fn key(kind: Kind, election: &str) -> Key {
 #[test]
 fn masterless_fires_after_its_hold_and_resolves_when_a_master_returns() {
     let t0 = Instant::now();
-    let mut book = Book::default();
-    let (changes, _) = book.update(
-        "c",
-        reading(vec![masterless("/e", t0)]),
-        None,
-        at(t0, 4),
-        &T,
-        10,
-    );
+    let mut book = Book::new(T);
+    let (changes, _) = book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 4));
     assert!(changes.fired.is_empty(), "4 s < no_master_for");
-    let (changes, _) = book.update(
-        "c",
-        reading(vec![masterless("/e", t0)]),
-        None,
-        at(t0, 5),
-        &T,
-        10,
-    );
+    let (changes, _) = book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 5));
     assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
     assert_eq!(
         book.firing().next().unwrap().1.since,
         t0,
         "since the master left"
     );
-    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 9), &T, 10);
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 9));
     assert_eq!(changes.resolved.len(), 1);
     assert!(book.is_empty());
 }
@@ -66,51 +53,37 @@ fn masterless_fires_after_its_hold_and_resolves_when_a_master_returns() {
 #[test]
 fn a_stale_reading_neither_fires_nor_resolves() {
     let t0 = Instant::now();
-    let mut book = Book::default();
-    book.update(
-        "c",
-        reading(vec![masterless("/e", t0)]),
-        None,
-        at(t0, 6),
-        &T,
-        10,
-    );
+    let mut book = Book::new(T);
+    book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 6));
     assert_eq!(book.len(), 1);
     // The session is lost: nothing is known, nothing changes but the
     // session alert after its own hold.
     let stale = Reading::default();
-    let (changes, _) = book.update("c", stale.clone(), Some(at(t0, 7)), at(t0, 8), &T, 10);
+    let (changes, _) = book.update("c", stale.clone(), Some(at(t0, 7)), at(t0, 8));
     assert_eq!(changes, Changes::default());
-    let (changes, _) = book.update("c", stale, Some(at(t0, 7)), at(t0, 37), &T, 10);
+    let (changes, _) = book.update("c", stale, Some(at(t0, 7)), at(t0, 37));
     assert_eq!(changes.fired, vec![key(Kind::SessionDown, "")]);
     assert_eq!(book.len(), 2, "the masterless alert is kept");
     // Back: the session alert resolves, and the fresh reading decides.
-    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 40), &T, 10);
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 40));
     assert_eq!(changes.resolved.len(), 2);
 }
 
 #[test]
 fn an_unsynced_tree_keeps_its_alerts() {
     let t0 = Instant::now();
-    let mut book = Book::default();
-    book.update(
-        "c",
-        reading(vec![masterless("/e", t0)]),
-        None,
-        at(t0, 6),
-        &T,
-        10,
-    );
+    let mut book = Book::new(T);
+    book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 6));
     let mut r = reading(vec![]);
     r.frozen.insert("/e".into());
-    let (changes, _) = book.update("c", r, None, at(t0, 7), &T, 10);
+    let (changes, _) = book.update("c", r, None, at(t0, 7));
     assert!(changes.resolved.is_empty());
 }
 
 #[test]
 fn holds_without_a_known_start_count_from_first_sight() {
     let t0 = Instant::now();
-    let mut book = Book::default();
+    let mut book = Book::new(T);
     let ghost = || Condition {
         kind: Kind::GhostMaster,
         election: "/e".into(),
@@ -119,26 +92,26 @@ fn holds_without_a_known_start_count_from_first_sight() {
         hold: None,
     };
     assert!(
-        book.update("c", reading(vec![ghost()]), None, t0, &T, 10)
+        book.update("c", reading(vec![ghost()]), None, t0)
             .0
             .fired
             .is_empty()
     );
     assert!(
-        book.update("c", reading(vec![ghost()]), None, at(t0, 29), &T, 10)
+        book.update("c", reading(vec![ghost()]), None, at(t0, 29))
             .0
             .fired
             .is_empty()
     );
-    let (changes, _) = book.update("c", reading(vec![ghost()]), None, at(t0, 30), &T, 10);
+    let (changes, _) = book.update("c", reading(vec![ghost()]), None, at(t0, 30));
     assert_eq!(changes.fired, vec![key(Kind::GhostMaster, "/e")]);
     // Gone before its hold: forgotten, so a new one waits again.
-    let mut other = Book::default();
-    other.update("c", reading(vec![ghost()]), None, t0, &T, 10);
-    other.update("c", reading(vec![]), None, at(t0, 10), &T, 10);
+    let mut other = Book::new(T);
+    other.update("c", reading(vec![ghost()]), None, t0);
+    other.update("c", reading(vec![]), None, at(t0, 10));
     assert!(
         other
-            .update("c", reading(vec![ghost()]), None, at(t0, 35), &T, 10)
+            .update("c", reading(vec![ghost()]), None, at(t0, 35))
             .0
             .fired
             .is_empty()
@@ -148,7 +121,7 @@ fn holds_without_a_known_start_count_from_first_sight() {
 #[test]
 fn an_epoch_regression_fires_for_ten_minutes_after_the_count_grows() {
     let t0 = Instant::now();
-    let mut book = Book::default();
+    let mut book = Book::new(T);
     let regressed = |n| Condition {
         kind: Kind::EpochRegression,
         election: "/kafka/controller".into(),
@@ -156,20 +129,20 @@ fn an_epoch_regression_fires_for_ten_minutes_after_the_count_grows() {
         value: n,
         hold: None,
     };
-    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, t0, &T, 10);
+    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, t0);
     assert_eq!(changes.fired.len(), 1);
-    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, at(t0, 601), &T, 10);
+    let (changes, _) = book.update("c", reading(vec![regressed(1)]), None, at(t0, 601));
     assert_eq!(changes.resolved.len(), 1, "no growth for 10 minutes");
-    let (changes, _) = book.update("c", reading(vec![regressed(2)]), None, at(t0, 700), &T, 10);
+    let (changes, _) = book.update("c", reading(vec![regressed(2)]), None, at(t0, 700));
     assert_eq!(changes.fired.len(), 1, "grew again");
 }
 
 #[test]
 fn past_the_cap_alerts_are_left_out_and_counted() {
     let t0 = Instant::now();
-    let mut book = Book::default();
+    let mut book = Book::new(Thresholds { max_alerts: 3, ..T });
     let many: Vec<Condition> = (0..5).map(|i| masterless(&format!("/e{i}"), t0)).collect();
-    let (changes, left_out) = book.update("c", reading(many), None, at(t0, 6), &T, 3);
+    let (changes, left_out) = book.update("c", reading(many), None, at(t0, 6));
     assert_eq!((changes.fired.len(), left_out), (3, 2));
 }
 
@@ -211,7 +184,7 @@ fn every_kind_names_its_rule_twin_and_its_runbook() {
 #[test]
 fn an_election_set_may_hold_masterless_alerts_longer_or_shorter() {
     let t0 = Instant::now();
-    let mut book = Book::default();
+    let mut book = Book::new(T);
     let mut slow = masterless("/slow", t0);
     slow.hold = Some(Duration::from_secs(60));
     let (changes, _) = book.update(
@@ -219,8 +192,6 @@ fn an_election_set_may_hold_masterless_alerts_longer_or_shorter() {
         reading(vec![slow.clone(), masterless("/e", t0)]),
         None,
         at(t0, 6),
-        &T,
-        10,
     );
     assert_eq!(
         changes.fired,
@@ -232,8 +203,6 @@ fn an_election_set_may_hold_masterless_alerts_longer_or_shorter() {
         reading(vec![slow, masterless("/e", t0)]),
         None,
         at(t0, 60),
-        &T,
-        10,
     );
     assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/slow")]);
 }
