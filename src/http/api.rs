@@ -22,7 +22,7 @@ pub(super) async fn trees(State(state): State<AppState>) -> Response {
         .clusters
         .now()
         .iter()
-        .map(|c| ClusterTrees::of(&c.read()))
+        .map(|c| c.view(ClusterTrees::of))
         .collect();
     axum::Json(TreesBody { clusters }).into_response()
 }
@@ -43,11 +43,12 @@ pub(super) async fn election(
         .now()
         .iter()
         .filter_map(|c| {
-            let c = c.read();
-            if wanted.is_some_and(|w| *w != c.name) {
-                return None;
-            }
-            ElectionBody::of(&c, &path, now)
+            c.view(|c| {
+                if wanted.is_some_and(|w| *w != c.name) {
+                    return None;
+                }
+                ElectionBody::of(c, &path, now)
+            })
         })
         .collect();
     if elections.is_empty() {

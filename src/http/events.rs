@@ -48,18 +48,19 @@ pub(super) async fn events(
     let (cluster, election) = (query.get("cluster"), query.get("election"));
     let mut all: Vec<(SystemTime, EventBody)> = Vec::new();
     for c in state.clusters.now().iter() {
-        let c = c.read();
-        if cluster.is_some_and(|w| *w != c.name) {
-            continue;
-        }
-        all.extend(
-            c.events
-                .newest_first()
-                .filter(|e| election.is_none_or(|p| *p == e.election))
-                .take_while(|e| since.is_none_or(|s| e.at >= s))
-                .take(limit + 1)
-                .map(|e| (e.at, EventBody::of(&c.name, e))),
-        );
+        c.view(|c| {
+            if cluster.is_some_and(|w| *w != c.name) {
+                return;
+            }
+            all.extend(
+                c.events
+                    .newest_first()
+                    .filter(|e| election.is_none_or(|p| *p == e.election))
+                    .take_while(|e| since.is_none_or(|s| e.at >= s))
+                    .take(limit + 1)
+                    .map(|e| (e.at, EventBody::of(&c.name, e))),
+            );
+        });
     }
     all.sort_by_key(|e| std::cmp::Reverse(e.0));
     let truncated = all.len() > limit;

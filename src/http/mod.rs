@@ -232,31 +232,32 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
 pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
     let mut reasons = Vec::new();
     for c in clusters {
-        let c = c.read();
-        if !c.session.is_connected() {
-            reasons.push(format!(
-                "cluster {}: session {}{}",
-                c.name,
-                c.session.state.label(),
-                c.session
-                    .last_error
-                    .as_deref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
-        }
-        for tree in &c.trees {
-            if !tree.synced() {
+        c.view(|c| {
+            if !c.session.is_connected() {
                 reasons.push(format!(
-                    "cluster {}: tree {} not synced{}",
+                    "cluster {}: session {}{}",
                     c.name,
-                    tree.pattern().as_str(),
-                    tree.sync_error()
+                    c.session.state.label(),
+                    c.session
+                        .last_error
+                        .as_deref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default()
                 ));
             }
-        }
+            for tree in &c.trees {
+                if !tree.synced() {
+                    reasons.push(format!(
+                        "cluster {}: tree {} not synced{}",
+                        c.name,
+                        tree.pattern().as_str(),
+                        tree.sync_error()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+        });
     }
     reasons
 }

@@ -25,7 +25,7 @@ fn status(state: &AppState) -> StatusBody {
         .clusters
         .now()
         .iter()
-        .map(|c| ClusterStatus::of(&c.read(), now, wall))
+        .map(|c| c.view(|c| ClusterStatus::of(c, now, wall)))
         .collect();
     StatusBody::new(clusters, state.push.snapshot(), &state.telemetry_path, wall)
 }

@@ -13,6 +13,7 @@ pub mod elections;
 pub mod ensemble;
 pub mod events;
 pub mod ghost;
+pub mod ghost_flags;
 pub mod groups;
 pub mod histogram;
 pub mod locks;

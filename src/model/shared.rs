@@ -1,7 +1,9 @@
 //! The face of one cluster's models shared between its sources (writers)
 //! and the outputs (readers), in the manner of mini-redis's `Db`: sources
 //! say what happened, the lock and its poison recovery live here, and every
-//! rule stays in [`ClusterState`].
+//! rule stays in [`ClusterState`] (and the files that add to it: the ghost
+//! flags in `ghost_flags.rs`, the survey in `attention.rs`, the alert
+//! conditions in `alerting.rs`). Each verb here takes the lock once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -12,8 +14,8 @@ use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::election::Now;
 use super::ensemble::ServerPoll;
-use super::events::{Event, What};
-use super::ghost::{Round, SessionTracker};
+use super::events::Event;
+use super::ghost::Round;
 use super::session::SessionState;
 use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
 
@@ -50,8 +52,16 @@ impl SharedCluster {
         Arc::as_ptr(&self.0) as usize
     }
 
-    /// Read access for outputs. A writer that panicked leaves its last
-    /// consistent state, which is still worth serving.
+    /// What `f` makes of the models, under one read lock: how the API,
+    /// the status page and `/ready` read a cluster (one consistent view,
+    /// the guard never escapes, nothing is held across an await).
+    pub fn view<R>(&self, f: impl FnOnce(&ClusterState) -> R) -> R {
+        f(&self.read())
+    }
+
+    /// Read access held for a whole scrape: `/metrics` encodes every
+    /// family from one guard per cluster. A writer that panicked leaves its
+    /// last consistent state, which is still worth serving.
     pub fn read(&self) -> RwLockReadGuard<'_, ClusterState> {
         self.0.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -76,33 +86,16 @@ impl SharedCluster {
     // --- the agent's own session ---
 
     pub fn session_started(&self, id: i64, timeout: Duration, now: Now) {
-        let mut g = self.write();
-        let was = g.session.is_connected();
-        g.session_started(id, timeout);
-        if !was && g.events.last_seq() > 0 {
-            g.note(now.wall, What::SessionRestored);
-        }
+        self.write().session_started(id, timeout, now.wall);
     }
 
     pub fn session_reconnected(&self, read_only: bool, after_disconnect: bool, now: Now) {
-        let mut g = self.write();
-        g.session_reconnected(read_only, after_disconnect);
-        if after_disconnect {
-            g.note(now.wall, What::SessionRestored);
-        }
+        self.write()
+            .session_reconnected(read_only, after_disconnect, now.wall);
     }
 
     pub fn session_lost(&self, state: SessionState, error: impl Into<String>, now: Now) {
-        let reason = error.into();
-        let mut g = self.write();
-        g.note(
-            now.wall,
-            What::SessionLost {
-                state: state.label(),
-                reason: reason.clone(),
-            },
-        );
-        g.session_lost(state, reason);
+        self.write().session_lost(state, error, now.wall);
     }
 
     pub fn connect_failed(&self, auth_failed: bool, message: String) {
@@ -227,18 +220,7 @@ impl SharedCluster {
         added: Vec<Tree>,
         status: DiscoveryStatus,
     ) -> Vec<TreeId> {
-        let mut g = self.write();
-        // The fleeting count is this round's; the model keeps the total.
-        let before = g.discovery.as_ref().map_or(0, |d| d.fleeting);
-        g.discovery = Some(DiscoveryStatus {
-            fleeting: before + status.fleeting,
-            ..status
-        });
-        let goes = |t: &Tree| t.source() == TreeSource::Discovered && retired.contains(t.pattern());
-        let gone = g.trees.iter().filter(|t| goes(t)).map(Tree::id).collect();
-        g.trees.retain(|t| !goes(t));
-        g.trees.extend(added);
-        gone
+        self.write().trees_discovered(retired, added, status)
     }
 
     /// Every tree's id, glob, kind and source, in tree order.
@@ -292,38 +274,7 @@ impl SharedCluster {
         owners: Vec<i64>,
         watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
     ) {
-        let at = round.finished.wall;
-        let mut g = self.write();
-        g.ensemble.get_or_insert_with(Default::default).merge(polls);
-        let before = g.ghost_masters();
-        g.ghost
-            .get_or_insert_with(SessionTracker::default)
-            .observe(round, owners);
-        // Ghost flags that changed for a master still in place (a master
-        // that left is told by its switch).
-        let after = g.ghost_masters();
-        for (election, (master, liveness)) in &after {
-            if !before.contains_key(election) {
-                let what = What::GhostFlagged {
-                    master: master.clone(),
-                    liveness,
-                };
-                g.events.push(at, election.clone(), what);
-            }
-        }
-        for (election, (master, _)) in before {
-            let still = g.trees.iter().filter_map(|t| t.as_elections()).any(|t| {
-                t.election(&election)
-                    .and_then(|e| e.master())
-                    .is_some_and(|m| m.node == master.node && m.owner == master.owner)
-            });
-            if still && !after.contains_key(&election) {
-                g.events.push(at, election, What::GhostCleared { master });
-            }
-        }
-        if let Some(watchers) = watchers {
-            g.watchers_seen(&watchers);
-        }
+        self.write().ghost_round(polls, round, owners, watchers);
     }
 
     /// Time-driven timeline entries at `now` (see [`ClusterState::tick`]),

@@ -183,6 +183,34 @@ impl ClusterState {
         self.trees.iter_mut().find(|t| t.id() == id)
     }
 
+    /// What a discovery walk changed: discovered trees in `retired` are
+    /// dropped with their series, `added` ones are appended; the fleeting
+    /// count of the round adds to the total. Returns the ids dropped.
+    pub fn trees_discovered(
+        &mut self,
+        retired: &[tree::TreePattern],
+        added: Vec<tree::Tree>,
+        status: DiscoveryStatus,
+    ) -> Vec<tree::TreeId> {
+        let before = self.discovery.as_ref().map_or(0, |d| d.fleeting);
+        self.discovery = Some(DiscoveryStatus {
+            fleeting: before + status.fleeting,
+            ..status
+        });
+        let goes = |t: &tree::Tree| {
+            t.source() == tree::TreeSource::Discovered && retired.contains(t.pattern())
+        };
+        let gone = self
+            .trees
+            .iter()
+            .filter(|t| goes(t))
+            .map(|t| t.id())
+            .collect();
+        self.trees.retain(|t| !goes(t));
+        self.trees.extend(added);
+        gone
+    }
+
     /// Parents tree `id` may still add: its kind's limit minus what all
     /// trees of that kind hold.
     fn room(&self, kind: ContentKind) -> usize {
@@ -289,32 +317,6 @@ impl ClusterState {
         }
     }
 
-    /// Masters whose session the diagnostics show as a ghost, by election,
-    /// with how (`disconnected`, `silent`).
-    pub fn ghost_masters(&self) -> BTreeMap<String, (super::events::MasterRef, &'static str)> {
-        let mut out = BTreeMap::new();
-        let Some(tracker) = &self.ghost else {
-            return out;
-        };
-        // A tree not synced shows masters that may be long gone: no flags
-        // from it (a stale view is not a reading).
-        let synced = self.trees.iter().filter(|t| t.synced());
-        for tree in synced.filter_map(|t| t.as_elections()) {
-            for (path, election) in tree.elections() {
-                let Some(m) = election.master().filter(|m| m.owner != 0) else {
-                    continue;
-                };
-                let how = match tracker.liveness(m.owner) {
-                    Some(super::ghost::Liveness::Disconnected { .. }) => "disconnected",
-                    Some(super::ghost::Liveness::Silent { .. }) => "silent",
-                    _ => continue,
-                };
-                out.insert(path.to_owned(), (super::events::MasterRef::of(&m), how));
-            }
-        }
-        out
-    }
-
     /// Time-driven timeline entries (holds passing `max_hold`), then into
     /// the log; the timeline task calls this with the current time.
     pub fn tick(&mut self, now: election::Now) {
@@ -414,16 +416,27 @@ impl ClusterState {
     }
 
     /// A new client holds a session.
-    pub fn session_started(&mut self, id: i64, timeout: Duration) {
+    /// A new client holds a session; after a loss the timeline says the
+    /// session is restored.
+    pub fn session_started(&mut self, id: i64, timeout: Duration, at: std::time::SystemTime) {
+        if !self.session.is_connected() && self.events.last_seq() > 0 {
+            self.note(at, super::events::What::SessionRestored);
+        }
         self.session.id = Some(id);
         self.session.timeout = Some(timeout);
         self.session_state(session::SessionState::Connected, None);
     }
 
     /// The client reconnected; after a disconnect that is a reconnect.
-    pub fn session_reconnected(&mut self, read_only: bool, after_disconnect: bool) {
+    pub fn session_reconnected(
+        &mut self,
+        read_only: bool,
+        after_disconnect: bool,
+        at: std::time::SystemTime,
+    ) {
         if after_disconnect {
             self.session.reconnects += 1;
+            self.note(at, super::events::What::SessionRestored);
         }
         let state = if read_only {
             session::SessionState::ReadOnly
@@ -436,11 +449,27 @@ impl ClusterState {
     /// The session stopped reflecting ZooKeeper (`Disconnected` while the
     /// client reconnects, `Expired`): every tree keeps its last values but
     /// is stale until its next listing.
-    pub fn session_lost(&mut self, state: session::SessionState, error: impl Into<String>) {
+    pub fn session_lost(
+        &mut self,
+        state: session::SessionState,
+        error: impl Into<String>,
+        at: std::time::SystemTime,
+    ) {
+        let reason = error.into();
+        let what = super::events::What::SessionLost {
+            state: state.label(),
+            reason: reason.clone(),
+        };
+        self.note(at, what);
+        self.mark_lost(state, reason);
+    }
+
+    /// The session is down (`state`) for `reason`: every tree is stale.
+    fn mark_lost(&mut self, state: session::SessionState, reason: String) {
         if state == session::SessionState::Expired {
             self.session.expirations += 1;
         }
-        self.session_state(state, Some(error.into()));
+        self.session_state(state, Some(reason));
         for tree in &mut self.trees {
             tree.mark_unsynced();
         }
@@ -454,7 +483,7 @@ impl ClusterState {
         } else {
             session::SessionState::Disconnected
         };
-        self.session_lost(state, message);
+        self.mark_lost(state, message);
     }
 
     /// The client ended (closed, auth failed, shut down); `error` replaces
@@ -527,66 +556,4 @@ impl ClusterState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::candidate::IdentityMode;
-    use crate::model::tree::{ChildNode, Tree, TreePattern};
-    use std::time::{Instant, SystemTime};
-
-    fn now() -> election::Now {
-        election::Now {
-            mono: Instant::now(),
-            wall: SystemTime::UNIX_EPOCH,
-        }
-    }
-
-    fn listing(n: usize) -> Vec<(String, Vec<ChildNode>)> {
-        (0..n).map(|i| (format!("/b/{i:03}"), vec![])).collect()
-    }
-
-    #[test]
-    fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
-        let trees = vec![
-            Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node),
-            Tree::elections(TreePattern::parse("/c/*").unwrap(), IdentityMode::Node),
-        ];
-        let mut c = ClusterState::new("c".into(), trees, false);
-        c.limits = Limits {
-            max_elections: 1,
-            max_tracked_elections: 5,
-            max_groups: 1,
-            max_locks: 1,
-            ..Limits::default()
-        };
-        let (b, c_) = (c.trees[0].id(), c.trees[1].id());
-        c.apply_listing(b, listing(3), now());
-        c.apply_listing(
-            c_,
-            (0..4).map(|i| (format!("/c/{i}"), vec![])).collect(),
-            now(),
-        );
-        assert_eq!(
-            (c.trees[0].parent_count(), c.trees[1].parent_count()),
-            (3, 2)
-        );
-        assert_eq!(c.dropped.get(&ContentKind::Election), Some(&2));
-        // Full: a new election is declined and counted; its children ignored.
-        c.parent_created(b, "/b/new", now());
-        let child = ChildNode {
-            name: "n_0000000001".into(),
-            data: vec![],
-            ephemeral_owner: 1,
-            ctime_ms: 0,
-        };
-        c.child_upserted(b, "/b/new", child, now());
-        assert!(!c.trees[0].has_parent("/b/new"));
-        assert_eq!(c.dropped.get(&ContentKind::Election), Some(&3));
-        // A resync keeps what is tracked before admitting anything new.
-        c.apply_listing(b, listing(6), now());
-        assert_eq!(c.trees[0].parent_count(), 3);
-        // Room frees up when an election goes away.
-        c.trees[1].parent_deleted("/c/0");
-        c.parent_created(b, "/b/new", now());
-        assert!(c.trees[0].has_parent("/b/new"));
-    }
-}
+mod tests;

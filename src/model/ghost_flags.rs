@@ -1,0 +1,83 @@
+//! What a ghost-check round changes in a cluster: the diagnostics' view of
+//! every owner session, and the timeline's ghost flags of masters that stay
+//! in place (a master that left is told by its switch).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::cluster::ClusterState;
+use super::ensemble::ServerPoll;
+use super::events::{MasterRef, What};
+use super::ghost::{Liveness, Round, SessionTracker};
+
+impl ClusterState {
+    /// Masters whose session the diagnostics show as a ghost, by election,
+    /// with how (`disconnected`, `silent`).
+    pub fn ghost_masters(&self) -> BTreeMap<String, (MasterRef, &'static str)> {
+        let mut out = BTreeMap::new();
+        let Some(tracker) = &self.ghost else {
+            return out;
+        };
+        // A tree not synced shows masters that may be long gone: no flags
+        // from it (a stale view is not a reading).
+        let synced = self.trees.iter().filter(|t| t.synced());
+        for tree in synced.filter_map(|t| t.as_elections()) {
+            for (path, election) in tree.elections() {
+                let Some(m) = election.master().filter(|m| m.owner != 0) else {
+                    continue;
+                };
+                let how = match tracker.liveness(m.owner) {
+                    Some(Liveness::Disconnected { .. }) => "disconnected",
+                    Some(Liveness::Silent { .. }) => "silent",
+                    _ => continue,
+                };
+                out.insert(path.to_owned(), (MasterRef::of(&m), how));
+            }
+        }
+        out
+    }
+
+    /// A ghost-check round: its replies join the ensemble's, and the
+    /// session tracker judges what they show about `owners` (the owners
+    /// when the round began). `watchers`, when `wchp` was asked, are the
+    /// sessions watching each path.
+    pub fn ghost_round(
+        &mut self,
+        polls: Vec<ServerPoll>,
+        round: Round<'_>,
+        owners: Vec<i64>,
+        watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
+    ) {
+        let at = round.finished.wall;
+        self.ensemble
+            .get_or_insert_with(Default::default)
+            .merge(polls);
+        let before = self.ghost_masters();
+        self.ghost
+            .get_or_insert_with(SessionTracker::default)
+            .observe(round, owners);
+        let after = self.ghost_masters();
+        for (election, (master, liveness)) in &after {
+            if !before.contains_key(election) {
+                let what = What::GhostFlagged {
+                    master: master.clone(),
+                    liveness,
+                };
+                self.events.push(at, election.clone(), what);
+            }
+        }
+        for (election, (master, _)) in before {
+            let still = self.trees.iter().filter_map(|t| t.as_elections()).any(|t| {
+                t.election(&election)
+                    .and_then(|e| e.master())
+                    .is_some_and(|m| m.node == master.node && m.owner == master.owner)
+            });
+            if still && !after.contains_key(&election) {
+                self.events
+                    .push(at, election, What::GhostCleared { master });
+            }
+        }
+        if let Some(watchers) = watchers {
+            self.watchers_seen(&watchers);
+        }
+    }
+}
