@@ -116,34 +116,10 @@ async fn populate(c: &Client, base: &str) {
     .await;
 }
 
-fn config(servers: &str, extra: &str) -> String {
-    format!(
-        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\n{extra}\n[clusters.four_letter_words]\nenabled = false\n"
-    )
-}
-
-/// (path, kind, source) of every watched tree, from /api/v1/trees.
-fn trees(exporter: &Exporter) -> Result<Vec<(String, String, String)>, String> {
-    let (status, body) = http_get(exporter.port, "/api/v1/trees")?;
-    if status != 200 {
-        return Err(format!("/api/v1/trees answered {status}"));
-    }
-    let json: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    for c in json["clusters"].as_array().ok_or("no clusters")? {
-        for t in c["trees"].as_array().ok_or("no trees")? {
-            let s = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
-            out.push((s("path"), s("kind"), s("source")));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// Waits until the exporter watches at least `n` trees; returns them.
 async fn until_trees(exporter: &Exporter, n: usize) -> Vec<(String, String, String)> {
     wait_for_async("discovered trees", T, || {
-        let t = trees(exporter)?;
+        let t = watched_trees(exporter)?;
         if t.len() >= n {
             Ok(t)
         } else {
@@ -160,7 +136,7 @@ async fn discovery_classifies_every_kind_of_tree() {
     let c = client(&zk.address()).await;
     populate(&c, &base).await;
     let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
-    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let d = |k: &str, v: &str| (format!("{base}/{k}"), v.to_owned(), "discovered".to_owned());
     let expected = vec![
         d("bots/*", "election"),
@@ -262,7 +238,7 @@ async fn discovery_classifies_every_kind_of_tree() {
             m.get("zookeeper_election_has_master", &election_labels(&late)) == Some(1.0)
         })
         .await;
-    let t = trees(&exporter).unwrap();
+    let t = watched_trees(&exporter).unwrap();
     assert!(
         t.contains(&(late.clone(), "election".into(), "discovered".into())),
         "{t:?}"
@@ -292,7 +268,7 @@ async fn discovery_classifies_every_kind_of_tree() {
             m.get("zookeeper_tree_info", &info).is_none()
         })
         .await;
-    let t = trees(&exporter).unwrap();
+    let t = watched_trees(&exporter).unwrap();
     assert!(!t.iter().any(|(p, _, _)| *p == late), "{t:?}");
     // Watches were placed again for the trees that moved: changes still arrive.
     let bot_2 = format!("{base}/bots/bot_2");
@@ -318,7 +294,7 @@ async fn configured_trees_win_over_discovered_ones() {
     let extra = format!(
         "[[clusters.elections]]\npath = \"{base}/bots/*\"\nidentity = \"node\"\n[clusters.discovery]\nenabled = true\nroot = \"{base}\"\ninterval = \"1s\""
     );
-    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let found = until_trees(&exporter, 3).await;
     let bots: Vec<_> = found
         .iter()
@@ -360,7 +336,7 @@ async fn a_walk_cut_short_by_max_nodes_says_so_and_the_agent_stays_healthy() {
     populate(&c, &base).await;
     let extra =
         format!("[clusters.discovery]\nroot = \"{base}\"\nmax_nodes = 3\ninterval = \"1s\"");
-    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let m = exporter
         .until("truncated walk", T, |m| {
             m.get("zookeeper_discovery_truncated", &[("cluster", "test")]) == Some(1.0)
@@ -386,7 +362,7 @@ async fn the_memory_guard_caps_watched_elections() {
         candidate(&c, &e, "n_", b"x").await;
     }
     let extra = format!("max_tracked_elections = 3\n[[clusters.elections]]\npath = \"{base}/*\"");
-    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let m = exporter
         .until("guard applied", T, |m| {
             m.get(
@@ -470,7 +446,7 @@ async fn discovery_recognises_known_systems_at_any_root() {
     )
     .await;
     let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
-    let exporter = Exporter::start(&config(&zk.address(), &extra));
+    let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let found = until_trees(&exporter, 3).await;
     let r = |k: &str, v: &str| (format!("{base}/{k}"), v.to_owned(), "recognised".to_owned());
     for tree in [
@@ -509,137 +485,4 @@ async fn discovery_recognises_known_systems_at_any_root() {
         None,
         "a recognised system pages like a configured one"
     );
-}
-
-/// ClickHouse-like insert churn: EPHEMERAL_SEQUENTIAL nodes created and
-/// deleted as fast as six sessions can, each held a few milliseconds
-/// (`temp/abandonable_lock-N`, `block_numbers/<partition>/block-N`) while
-/// discovery walks every second,
-/// beside one real election. An agent running through the churn and one
-/// started during it each discover exactly the real election: no tree, no
-/// switch and no event from the churn, which they met and counted as
-/// fleeting.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn insert_churn_never_makes_an_election_a_switch_or_an_event() {
-    let zk = shared_server();
-    let base = unique_path("churn");
-    let c = client(&zk.address()).await;
-    let table = format!("{base}/clickhouse/tables/01/events");
-    let dirs = [
-        format!("{table}/temp"),
-        format!("{table}/block_numbers/202401"),
-        format!("{table}/block_numbers/202402"),
-    ];
-    for d in &dirs {
-        mkdir(&c, d).await;
-    }
-    // Persistent replica metadata beside them, as ClickHouse keeps it.
-    mkdir(&c, &format!("{table}/replicas/r1/log")).await;
-    let real = format!("{base}/app/leader");
-    mkdir(&c, &real).await;
-    candidate(&c, &real, "n_", b"node-1").await;
-    candidate(&c, &real, "n_", b"node-2").await;
-
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut churners = Vec::new();
-    // Three inserts at a time, each holding its nodes for a few
-    // milliseconds, as overlapping INSERTs do: some are always there.
-    for (i, prefix) in ["abandonable_lock-", "block-"]
-        .repeat(3)
-        .into_iter()
-        .enumerate()
-    {
-        let (stop, address) = (stop.clone(), zk.address());
-        let parents: Vec<String> = if i % 2 == 0 {
-            vec![dirs[0].clone()]
-        } else {
-            vec![dirs[1].clone(), dirs[2].clone()]
-        };
-        churners.push(tokio::spawn(async move {
-            let c = client(&address).await;
-            let mut made = 0u64;
-            // Bounded: the test stops it, and so does this count.
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) && made < 2_000_000 {
-                let mut nodes = Vec::new();
-                for parent in &parents {
-                    nodes.push(format!(
-                        "{parent}/{}",
-                        candidate(&c, parent, prefix, b"").await
-                    ));
-                    made += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(3)).await;
-                for node in nodes {
-                    c.delete(&node, None).await.unwrap();
-                }
-            }
-            made
-        }));
-    }
-    let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
-    let running = Exporter::start(&config(&zk.address(), &extra));
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let started = Exporter::start(&config(&zk.address(), &extra));
-    let cluster = [("cluster", "test")];
-    for (who, agent) in [
-        ("running", &running),
-        ("started during the churn", &started),
-    ] {
-        // Walks met the churn and confirmed the real election.
-        wait_for_async(&format!("{who}: churn met"), T, || {
-            let m = agent.metrics()?;
-            let fleeting = m.get("zookeeper_discovery_fleeting_total", &cluster);
-            let real = m.get("zookeeper_election_has_master", &election_labels(&real));
-            if fleeting.is_some_and(|f| f >= 2.0) && real == Some(1.0) {
-                Ok(())
-            } else {
-                Err(format!("fleeting {fleeting:?}, real election {real:?}"))
-            }
-        })
-        .await;
-    }
-    // Churn on for several more walks, then judge while it still runs.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    for (who, agent) in [
-        ("running", &running),
-        ("started during the churn", &started),
-    ] {
-        let found = trees(agent).unwrap();
-        assert_eq!(
-            found,
-            vec![(real.clone(), "election".to_owned(), "discovered".to_owned())],
-            "{who}: exactly the real election"
-        );
-        let m = agent.metrics().unwrap();
-        assert_eq!(
-            m.series("zookeeper_election_has_master", &cluster).len(),
-            1,
-            "{who}"
-        );
-        assert_eq!(
-            m.sum("zookeeper_election_master_changes_total", &cluster),
-            Some(0.0),
-            "{who}: no switch"
-        );
-        for kind in ["lock", "group"] {
-            assert_eq!(
-                m.get(
-                    "zookeeper_discovery_trees",
-                    &[("cluster", "test"), ("kind", kind)]
-                ),
-                Some(0.0),
-                "{who}: no {kind}"
-            );
-        }
-        let (status, body) = http_get(agent.port, "/api/v1/events?cluster=test").unwrap();
-        assert_eq!(status, 200, "{body}");
-        assert!(
-            !body.contains("/clickhouse/"),
-            "{who}: events from the churn: {body}"
-        );
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for churner in churners {
-        assert!(churner.await.unwrap() > 100, "the churn ran");
-    }
 }

@@ -10,21 +10,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use zookeeper_client::{Acls, Client, CreateMode};
+use zookeeper_client::{Acls, CreateMode};
 
 const T: Duration = Duration::from_secs(40);
-
-/// A broker becoming controller: creates `/controller` (relative to `root`).
-async fn become_controller(c: &Client, root: &str, broker: u32) {
-    let data = format!(r#"{{"version":1,"brokerid":{broker},"timestamp":"1700000000000"}}"#);
-    c.create(
-        &format!("{root}/controller"),
-        data.as_bytes(),
-        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("broker {broker} cannot become controller: {e}"));
-}
 
 fn config(servers: &str, chroot: &str) -> String {
     format!(
@@ -196,35 +184,6 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     );
     assert_eq!(m.get("zookeeper_election_has_master", &labels()), Some(1.0));
     drop(broker4);
-}
-
-/// `/controller` configured as a sequential election (the default) would
-/// be masterless forever, a permanent false page: the tree is reported
-/// unsynced with the fix instead, and no election series exists.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ephemeral_election_node_configured_as_sequential_says_how_to_fix_it() {
-    let zk = shared_server();
-    let root = unique_path("misfit");
-    let admin = client(&zk.address()).await;
-    mkdir(&admin, &root).await;
-    let broker = client(&zk.address()).await;
-    become_controller(&broker, &root, 1).await;
-    let exporter = Exporter::start(&cluster_config(
-        &zk.address(),
-        &format!("{root}/controller"),
-        "[clusters.four_letter_words]\nenabled = false",
-    ));
-    let reason = exporter.until_not_ready("set style = \"node\"", T).await;
-    assert!(
-        reason.contains(&format!("{root}/controller is itself an ephemeral node")),
-        "{reason}"
-    );
-    let m = exporter.metrics().unwrap();
-    assert!(m.series("zookeeper_election_has_master", &[]).is_empty());
-    let (_, body) = http_get(exporter.port, "/api/v1/trees").unwrap();
-    assert!(body.contains("\"style\":\"sequential\""), "{body}");
-    assert!(body.contains("is itself an ephemeral node"), "{body}");
-    drop(broker);
 }
 
 /// Hex to bytes, for the byte-exact payloads below.
@@ -478,44 +437,6 @@ async fn known_systems_from_the_command_line() {
         "region servers are a group, never an election"
     );
     assert_eq!(m.series("zookeeper_election_has_master", &[]).len(), 2);
-}
-
-/// The same misfit arriving later: an ephemeral node created under a
-/// sequential glob is not taken for a masterless election (a page), the
-/// tree says why instead.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ephemeral_election_node_created_later_is_refused_too() {
-    let zk = shared_server();
-    let root = unique_path("latemisfit");
-    let admin = client(&zk.address()).await;
-    let good = format!("{root}/good");
-    mkdir(&admin, &good).await;
-    candidate(&admin, &good, "n_", b"one").await;
-    let exporter = Exporter::start(&cluster_config(
-        &zk.address(),
-        &format!("{root}/*"),
-        "[clusters.four_letter_words]\nenabled = false",
-    ));
-    exporter
-        .until("the good election", T, |m| master_node(m, &good).is_some())
-        .await;
-    let broker = client(&zk.address()).await;
-    become_controller(&broker, &root, 1).await;
-    let reason = exporter.until_not_ready("set style = \"node\"", T).await;
-    assert!(
-        reason.contains(&format!("{root}/controller is itself an ephemeral node")),
-        "{reason}"
-    );
-    let m = exporter.metrics().unwrap();
-    assert_eq!(
-        m.get(
-            "zookeeper_election_has_master",
-            &election_labels(&format!("{root}/controller"))
-        ),
-        None,
-        "no masterless election, no page"
-    );
-    drop(broker);
 }
 
 /// Solr's overseer: a sequential election (`overseer_elect/election`,

@@ -314,6 +314,32 @@ pub fn simulated_elections(zk: &ZkServer, base: &str, n: usize) -> Child {
 
 /// The config snippet of one cluster named `test` with one election glob;
 /// `servers` is comma separated.
+/// A cluster with no trees configured and no four-letter words: what
+/// discovery finds is all it watches.
+pub fn discovery_config(servers: &str, extra: &str) -> String {
+    format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{servers}\"]\n{extra}\n[clusters.four_letter_words]\nenabled = false\n"
+    )
+}
+
+/// (path, kind, source) of every watched tree, from /api/v1/trees.
+pub fn watched_trees(exporter: &Exporter) -> Result<Vec<(String, String, String)>, String> {
+    let (status, body) = http_get(exporter.port, "/api/v1/trees")?;
+    if status != 200 {
+        return Err(format!("/api/v1/trees answered {status}"));
+    }
+    let json: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for c in json["clusters"].as_array().ok_or("no clusters")? {
+        for t in c["trees"].as_array().ok_or("no trees")? {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
+            out.push((s("path"), s("kind"), s("source")));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
     let servers: Vec<String> = servers.split(',').map(|s| format!("\"{s}\"")).collect();
     format!(

@@ -382,6 +382,18 @@ pub async fn one_candidate_elections(address: &str, base: &str, n: usize) -> Cli
     owner
 }
 
+/// A broker becoming controller: creates `/controller` (relative to `root`).
+pub async fn become_controller(c: &Client, root: &str, broker: u32) {
+    let data = format!(r#"{{"version":1,"brokerid":{broker},"timestamp":"1700000000000"}}"#);
+    c.create(
+        &format!("{root}/controller"),
+        data.as_bytes(),
+        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("broker {broker} cannot become controller: {e}"));
+}
+
 pub async fn mkdir(c: &Client, path: &str) {
     c.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
         .await

@@ -1,0 +1,233 @@
+//! Elections, locks, groups, known systems and exclusions: what each tree
+//! kind takes and refuses.
+
+use super::*;
+
+#[test]
+fn locks_and_min_candidates() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/bots/*\"\nmin_candidates=2\n\
+             [[clusters.locks]]\npath=\"/locks/*\"\nmax_hold=\"5m\"\n[[clusters.locks]]\npath=\"/l2\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    assert_eq!(cluster.elections[0].spec.min_candidates, Some(2));
+    assert_eq!(
+        cluster.locks[0].spec.max_hold,
+        Some(Duration::from_secs(300))
+    );
+    assert_eq!(cluster.locks[1].spec.max_hold, None);
+    assert!(
+        !cluster.discovery.enabled,
+        "locks count as configured trees"
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/b/*\"\nmin_candidates=0"
+        )),
+        "clusters[0].elections[0].min_candidates: must be at least 1 (leave it out for no standby alert)"
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.locks]]\npath=\"/l/*\"\nmax_hold=\"10ms\""
+        )),
+        "clusters[0].locks[0].max_hold: must be at least 1s"
+    );
+    assert!(
+        err(&format!("{base}[[clusters.locks]]\npath=\"/l/**\""))
+            .starts_with("clusters[0].locks[0].path:")
+    );
+}
+
+#[test]
+fn election_styles() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/hadoop-ha/*/ActiveStandbyElectorLock\"\nstyle=\"node\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let e = &c.clusters[0].elections[0];
+    assert_eq!(e.pattern.root(), "/hadoop-ha");
+    assert!(matches!(
+        &e.spec.style,
+        crate::model::elections::Style::Node(n) if n.name == "ActiveStandbyElectorLock"
+    ));
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/a/*\"\nstyle=\"node\""
+        ))
+        .starts_with(
+            "clusters[0].elections[0].path: `/a/*`: the last segment names the election node"
+        )
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/a\"\nstyle=\"lock\""
+        ))
+        .starts_with("clusters[0].elections[0].style: `lock` is not an election style")
+    );
+}
+
+#[test]
+fn node_election_extras() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/controller\"\nstyle=\"node\"\n\
+             standbys=\"/brokers/ids\"\nepoch=\"/controller_epoch\"\n\
+             record={{ path=\"/leader_record\", identity=\"node\" }}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    assert_eq!(
+        cluster.groups[0].pattern.as_str(),
+        "/brokers/ids",
+        "standbys are watched"
+    );
+    let crate::model::elections::Style::Node(n) = &cluster.elections[0].spec.style else {
+        panic!("node style");
+    };
+    assert_eq!(n.epoch.as_deref(), Some("controller_epoch"));
+    assert_eq!(
+        cluster.elections[0]
+            .spec
+            .record
+            .as_ref()
+            .map(|(r, _)| r.as_str()),
+        Some("leader_record")
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/controller\"\nstyle=\"node\"\nepoch=\"/x/epoch\""
+        )),
+        "clusters[0].elections[0].epoch: `/x/epoch` must be a sibling of the election node `/controller`"
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/b/*\"\nepoch=\"/b/e\""
+        ))
+        .starts_with("clusters[0].elections[0].epoch: only applies to style = \"node\"")
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/ha/*/lock\"\nstyle=\"node\"\nstandbys=\"/ha/standbys\""
+        ))
+        .starts_with("clusters[0].elections[0].standbys: applies to a single election")
+    );
+}
+
+#[test]
+fn a_sequential_election_takes_a_record_beside_its_node() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/overseer_elect/election\"\n\
+             record={{ path=\"/overseer_elect/leader\", identity=\"json:/id\" }}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let spec = &c.clusters[0].elections[0].spec;
+    assert!(spec.style.is_sequential());
+    assert_eq!(
+        spec.record.as_ref().map(|(r, _)| r.as_str()),
+        Some("leader")
+    );
+    assert_eq!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/overseer_elect/election\"\n\
+             record={{ path=\"/elsewhere/leader\" }}\n"
+        )),
+        "clusters[0].elections[0].record.path: `/elsewhere/leader` must be a sibling of the election node `/overseer_elect/election`"
+    );
+    assert!(
+        err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/bots/*\"\nrecord={{ path=\"/bots/leader\" }}\n"
+        ))
+        .starts_with("clusters[0].elections[0].record: a sequential election's record applies to a single election")
+    );
+}
+
+#[test]
+fn known_systems_expand_to_their_layouts() {
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n\
+         [[clusters.systems]]\nkind=\"kafka\"\nroot=\"/kafka\"\n\
+         [[clusters.systems]]\nkind=\"hbase\"\n\
+         [[clusters.systems]]\nkind=\"hdfs\"\n\
+         [[clusters.systems]]\nkind=\"solr\"\n",
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    let elections: Vec<&str> = cluster
+        .elections
+        .iter()
+        .map(|e| e.pattern.as_str())
+        .collect();
+    assert_eq!(
+        elections,
+        [
+            "/kafka/controller",
+            "/hbase/master",
+            "/hadoop-ha/*/ActiveStandbyElectorLock",
+            "/overseer_elect/election",
+            "/collections/*/leader_elect/*/election"
+        ]
+    );
+    let records: Vec<Option<&str>> = cluster
+        .elections
+        .iter()
+        .map(|e| e.spec.record.as_ref().map(|(r, _)| r.as_str()))
+        .collect();
+    assert_eq!(
+        records,
+        [None, None, Some("ActiveBreadCrumb"), Some("leader"), None],
+        "the HDFS breadcrumb and the Solr overseer's leader record"
+    );
+    let groups: Vec<&str> = cluster.groups.iter().map(|g| g.pattern.as_str()).collect();
+    assert_eq!(
+        groups,
+        ["/hbase/rs", "/kafka/brokers/ids", "/hbase/backup-masters"]
+    );
+    assert!(!cluster.discovery.enabled);
+    assert_eq!(
+        err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr"
+    );
+    let o = Overrides {
+        zk: Some("a:1".into()),
+        systems: vec!["kafka:/k".into(), "hdfs".into()],
+        ..Default::default()
+    };
+    let c = load(&o, std::iter::empty()).unwrap();
+    assert_eq!(c.clusters[0].elections[0].pattern.as_str(), "/k/controller");
+    assert_eq!(c.clusters[0].elections.len(), 2);
+}
+
+#[test]
+fn exclusions_are_validated_with_the_key_that_holds_them() {
+    let e = err(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/bots/*\"\nexclude=[\"/bots/b1\", \"/bots\"]",
+    );
+    assert!(
+        e.contains("elections[0].exclude[1]") && e.contains("never exclude"),
+        "{e}"
+    );
+    let e = err(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.locks]]\npath=\"/locks/*\"\nexclude=[\"locks/x\"]",
+    );
+    assert!(
+        e.contains("locks[0].exclude[0]") && e.contains("absolute"),
+        "{e}"
+    );
+}
