@@ -81,6 +81,37 @@ pub async fn run(
         telemetry_path: config.web.telemetry_path.as_str().into(),
         reload: reload_tx,
     };
+    let server = serve(&config, listener, app, stats, cap, &stop_rx);
+    let mut current = config;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(reply) = reload_rx.recv() => {
+                let outcome = reload(&mut agent, &mut current, &loader, &reloads).await;
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+    info!("shutting down");
+    let _ = stop_tx.send(true);
+    agent.stop_all().await;
+    match server.await {
+        Ok(result) => result.map_err(AgentError::Serve),
+        Err(e) => Err(AgentError::Serve(std::io::Error::other(e))),
+    }
+}
+
+/// Starts the HTTP server with the web config file's TLS and basic auth
+/// (and the task re-reading that file when it changes).
+fn serve(
+    config: &Config,
+    listener: tokio::net::TcpListener,
+    app: http::AppState,
+    stats: Arc<WebStats>,
+    cap: usize,
+    stop: &watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let (file, loaded) = match config.web.config_file.clone() {
         Some((path, loaded)) => (Some(path), Some(loaded)),
         None => (None, None),
@@ -97,60 +128,52 @@ pub async fn run(
             web.clone(),
             path,
             loaded.files,
-            stop_rx.clone(),
+            stop.clone(),
         ));
     }
-    let tls = web.current().tls.is_some();
     info!(
         address = %config.web.listen_address,
-        tls,
+        tls = web.current().tls.is_some(),
         basic_auth = !web.current().users.is_empty(),
         max_connections = cap,
         path = %config.web.telemetry_path,
         "serving metrics"
     );
-    let server = tokio::spawn(http::server::serve(
+    tokio::spawn(http::server::serve(
         listener,
         http::secured(app, web.clone()),
         web,
         config.web.limits,
         cap,
-        stop_rx.clone(),
-    ));
-    let mut current = config;
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            Some(reply) = reload_rx.recv() => {
-                let outcome = match loader() {
-                    Ok(next) => {
-                        let done = agent.apply(&current, &next).await;
-                        // [web] stays as started (read at start only), so
-                        // every later reload still says it differs.
-                        current = Config {
-                            web: current.web,
-                            ..next
-                        };
-                        reloads.succeeded(std::time::SystemTime::now());
-                        info!("configuration reloaded: {done}");
-                        Ok(done)
-                    }
-                    Err(e) => {
-                        reloads.failed();
-                        warn!("configuration reload refused, nothing changed: {e}");
-                        Err(e.to_string())
-                    }
-                };
-                let _ = reply.send(outcome);
-            }
+        stop.clone(),
+    ))
+}
+
+/// One reload: the configuration read again and applied as a difference
+/// over `current`, or refused whole (nothing changes then).
+async fn reload(
+    agent: &mut reload::Running,
+    current: &mut Config,
+    loader: &Loader,
+    reloads: &ReloadStats,
+) -> Result<String, String> {
+    match loader() {
+        Ok(next) => {
+            let done = agent.apply(current, &next).await;
+            // [web] stays as started (read at start only), so every later
+            // reload still says it differs.
+            *current = Config {
+                web: current.web.clone(),
+                ..next
+            };
+            reloads.succeeded(std::time::SystemTime::now());
+            info!("configuration reloaded: {done}");
+            Ok(done)
         }
-    }
-    info!("shutting down");
-    let _ = stop_tx.send(true);
-    agent.stop_all().await;
-    match server.await {
-        Ok(result) => result.map_err(AgentError::Serve),
-        Err(e) => Err(AgentError::Serve(std::io::Error::other(e))),
+        Err(e) => {
+            reloads.failed();
+            warn!("configuration reload refused, nothing changed: {e}");
+            Err(e.to_string())
+        }
     }
 }

@@ -308,22 +308,17 @@ pub async fn run(args: SimulateArgs) -> ExitCode {
     }
 }
 
-async fn simulate(args: SimulateArgs) -> Result<(), String> {
+/// The persistent election nodes, created by an admin session (those
+/// there already stay).
+async fn lay_out(args: &SimulateArgs) -> Result<(), String> {
     let admin = connect(&args.zk, Duration::from_secs(10), false)
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", args.zk))?;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    admin
-        .mkdir(&args.path, &persistent)
-        .await
-        .or_else(|e| {
-            if e == Error::NodeExists {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(|e| format!("cannot create {}: {e}", args.path))?;
+    match admin.mkdir(&args.path, &persistent).await {
+        Ok(()) | Err(Error::NodeExists) => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", args.path)),
+    }
     let paths: Vec<String> = (0..args.elections)
         .map(|i| election_path(&args.path, i))
         .collect();
@@ -335,6 +330,38 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
             }
         }
     }
+    Ok(())
+}
+
+impl Sim {
+    /// Every 100 ms: the style's own moves (claiming a free node, releasing
+    /// a held lock, standbys re-registering), then the sessions whose
+    /// restart is due.
+    async fn step(&mut self, revive: &mut HashMap<usize, tokio::time::Instant>) {
+        match self.args.style {
+            SimStyle::Node => self.claim().await,
+            SimStyle::Lock => self.release(Instant::now()).await,
+            SimStyle::Exclusive => self.exclusive().await,
+            SimStyle::Sequential => {}
+        }
+        let now = tokio::time::Instant::now();
+        let due: Vec<usize> = revive
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in due {
+            revive.remove(&k);
+            if let Err(e) = self.start_session(k).await {
+                eprintln!("simulate: restarting session {k} failed ({e}); retrying");
+                revive.insert(k, now + Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+async fn simulate(args: SimulateArgs) -> Result<(), String> {
+    lay_out(&args).await?;
     let sessions = args
         .sessions
         .unwrap_or((args.elections * args.candidates).min(MAX_DEFAULT_SESSIONS))
@@ -389,22 +416,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
                     revive.insert(k, tokio::time::Instant::now() + Duration::from_millis(500));
                 }
             }
-            _ = tick.tick() => {
-                match sim.args.style {
-                    SimStyle::Node => sim.claim().await,
-                    SimStyle::Lock => sim.release(Instant::now()).await,
-                    SimStyle::Exclusive => sim.exclusive().await,
-                    SimStyle::Sequential => {}
-                }
-                let due: Vec<usize> = revive.iter().filter(|(_, t)| **t <= tokio::time::Instant::now()).map(|(k, _)| *k).collect();
-                for k in due {
-                    revive.remove(&k);
-                    if let Err(e) = sim.start_session(k).await {
-                        eprintln!("simulate: restarting session {k} failed ({e}); retrying");
-                        revive.insert(k, tokio::time::Instant::now() + Duration::from_secs(1));
-                    }
-                }
-            }
+            _ = tick.tick() => sim.step(&mut revive).await,
             _ = report.tick() => {
                 eprintln!("simulate: so far {} sessions killed ({closed} closed, {abandoned} abandoned), {masterships} masterships lost (each one switch)", closed + abandoned);
             }

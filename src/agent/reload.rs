@@ -29,6 +29,16 @@ use crate::sources::fourlw::poller::Poller;
 /// How long a stopping cluster's tasks get before they are aborted.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// What a reload did to one cluster (an index into its tally).
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    Kept,
+    Retreed,
+    Rebuilt,
+    Added,
+    Removed,
+}
+
 /// One running cluster and what it was started from.
 struct Live {
     config: ClusterConfig,
@@ -143,8 +153,37 @@ impl Running {
 
     /// Applies `new` (valid as a whole) over `old`; says what it did.
     pub async fn apply(&mut self, old: &Config, new: &Config) -> String {
-        let (mut kept, mut retreed, mut rebuilt, mut added, mut removed) = (0, 0, 0, 0, 0);
-        // Removed clusters leave the outputs first, then stop.
+        let mut tally = [0usize; 5];
+        tally[Change::Removed as usize] = self.remove_gone(new).await;
+        for config in &new.clusters {
+            tally[self.apply_cluster(config).await as usize] += 1;
+        }
+        // The configuration's order.
+        self.live.sort_by_key(|l| {
+            new.clusters
+                .iter()
+                .position(|c| c.name == l.config.name)
+                .unwrap_or(usize::MAX)
+        });
+        self.publish();
+        let pusher_note = self.repush(new).await;
+        let web_note = if old.web.listener_fingerprint() != new.web.listener_fingerprint() {
+            warn!(
+                "reload: [web] changed; listen address, path, timeouts and web config file apply at the next start"
+            );
+            "; [web] changes apply at the next start"
+        } else {
+            ""
+        };
+        let [kept, retreed, rebuilt, added, removed] = tally;
+        format!(
+            "clusters kept {kept}, trees changed {retreed}, rebuilt {rebuilt}, added {added}, removed {removed}{pusher_note}{web_note}"
+        )
+    }
+
+    /// Removed clusters leave the outputs first, then stop; says how many.
+    async fn remove_gone(&mut self, new: &Config) -> usize {
+        let mut removed = 0;
         while let Some(i) = self
             .live
             .iter()
@@ -156,85 +195,67 @@ impl Running {
             stop(gone).await;
             removed += 1;
         }
-        for config in &new.clusters {
-            match self.live.iter().position(|l| l.config.name == config.name) {
-                Some(i) if self.live[i].fingerprint == config.fingerprint() => kept += 1,
-                Some(i)
-                    if self.live[i].config.session_fingerprint()
-                        == config.session_fingerprint() =>
-                {
-                    // Only trees changed: the session stays and takes them up.
-                    let live = &mut self.live[i];
-                    let plan = TreePlan {
-                        configured: configured_trees(config),
-                    };
-                    if live.cluster.plans.send(plan).is_err() {
-                        warn!(cluster = %config.name, "reload: the cluster's session task is gone; its trees stay as they were");
-                    }
-                    live.config = config.clone();
-                    live.fingerprint = config.fingerprint();
-                    info!(cluster = %config.name, "reload: trees changed; the session stays, unchanged trees keep their state");
-                    retreed += 1;
-                }
-                Some(i) => {
-                    // The old sources stop; the models stay in place and
-                    // serve their last values while the new sources start
-                    // on what they carry over.
-                    let old_live = self.live.remove(i);
-                    let old_config = old_live.config.clone();
-                    let state = stop(old_live).await;
-                    state.rebuild(|old| carried(&old_config, old, config));
-                    self.live.insert(i, launch(config, state));
-                    self.publish();
-                    info!(cluster = %config.name, "reload: cluster changed, new session; unchanged trees keep their state");
-                    rebuilt += 1;
-                }
-                None => {
-                    self.live
-                        .push(launch(config, SharedCluster::new(models(config))));
-                    self.publish();
-                    info!(cluster = %config.name, "reload: cluster added");
-                    added += 1;
-                }
-            }
-        }
-        // The configuration's order.
-        self.live.sort_by_key(|l| {
-            new.clusters
-                .iter()
-                .position(|c| c.name == l.config.name)
-                .unwrap_or(usize::MAX)
-        });
-        self.publish();
+        removed
+    }
 
-        let fingerprint = new.alerting.as_ref().map(|a| a.fingerprint());
-        let mut pusher_note = "";
-        if self.pusher.as_ref().map(|p| p.fingerprint) != fingerprint {
-            let book = match self.pusher.take() {
-                Some(p) => {
-                    let _ = p.stop.send(true);
-                    p.task.await.ok()
-                }
-                None => None,
-            };
-            self.set_pusher(new, book);
-            pusher_note = if self.pusher.is_some() {
-                "; alert pusher (re)started"
-            } else {
-                "; alert pusher stopped"
-            };
-        }
-        let web_note = if old.web.listener_fingerprint() != new.web.listener_fingerprint() {
-            warn!(
-                "reload: [web] changed; listen address, path, timeouts and web config file apply at the next start"
-            );
-            "; [web] changes apply at the next start"
-        } else {
-            ""
+    /// Takes up one cluster's new configuration, as little as it needs.
+    async fn apply_cluster(&mut self, config: &ClusterConfig) -> Change {
+        let Some(i) = self.live.iter().position(|l| l.config.name == config.name) else {
+            self.live
+                .push(launch(config, SharedCluster::new(models(config))));
+            self.publish();
+            info!(cluster = %config.name, "reload: cluster added");
+            return Change::Added;
         };
-        format!(
-            "clusters kept {kept}, trees changed {retreed}, rebuilt {rebuilt}, added {added}, removed {removed}{pusher_note}{web_note}"
-        )
+        let live = &mut self.live[i];
+        if live.fingerprint == config.fingerprint() {
+            return Change::Kept;
+        }
+        if live.config.session_fingerprint() == config.session_fingerprint() {
+            // Only trees changed: the session stays and takes them up.
+            let plan = TreePlan {
+                configured: configured_trees(config),
+            };
+            if live.cluster.plans.send(plan).is_err() {
+                warn!(cluster = %config.name, "reload: the cluster's session task is gone; its trees stay as they were");
+            }
+            live.config = config.clone();
+            live.fingerprint = config.fingerprint();
+            info!(cluster = %config.name, "reload: trees changed; the session stays, unchanged trees keep their state");
+            return Change::Retreed;
+        }
+        // The old sources stop; the models stay in place and serve their
+        // last values while the new sources start on what they carry over.
+        let old_live = self.live.remove(i);
+        let old_config = old_live.config.clone();
+        let state = stop(old_live).await;
+        state.rebuild(|old| carried(&old_config, old, config));
+        self.live.insert(i, launch(config, state));
+        self.publish();
+        info!(cluster = %config.name, "reload: cluster changed, new session; unchanged trees keep their state");
+        Change::Rebuilt
+    }
+
+    /// A changed `[alerting]` restarts the pusher, which carries on with
+    /// what fires; says so.
+    async fn repush(&mut self, new: &Config) -> &'static str {
+        let fingerprint = new.alerting.as_ref().map(|a| a.fingerprint());
+        if self.pusher.as_ref().map(|p| p.fingerprint) == fingerprint {
+            return "";
+        }
+        let book = match self.pusher.take() {
+            Some(p) => {
+                let _ = p.stop.send(true);
+                p.task.await.ok()
+            }
+            None => None,
+        };
+        self.set_pusher(new, book);
+        if self.pusher.is_some() {
+            "; alert pusher (re)started"
+        } else {
+            "; alert pusher stopped"
+        }
     }
 
     /// Stops everything (shutdown).

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use super::raw::{RawCluster, RawDiagnostics, RawElection, RawGroup, RawLock, RawProbe, RawSystem};
+use super::raw::{
+    RawCluster, RawDiagnostics, RawElection, RawFourLetterWords, RawGroup, RawLock, RawProbe,
+    RawSystem,
+};
 use super::validate::*;
 use super::*;
 use crate::model::Limits;
@@ -12,24 +15,8 @@ use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
 
-pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig, ConfigError> {
-    let limits = validate_limits(key, &c)?;
-    let name = c.name.unwrap_or_else(|| "default".to_owned());
-    if name.trim().is_empty() {
-        return Err(ConfigError::new(format!("{key}.name"), "must not be empty"));
-    }
-    if c.servers.is_empty() {
-        return Err(ConfigError::new(
-            format!("{key}.servers"),
-            "is empty: list at least one \"host:port\"",
-        ));
-    }
-    let servers = c
-        .servers
-        .iter()
-        .enumerate()
-        .map(|(j, s)| validate_server(&format!("{key}.servers[{j}]"), s))
-        .collect::<Result<Vec<_>, _>>()?;
+/// `session_timeout` and `latency_probe_interval`.
+fn validate_timings(key: &str, c: &RawCluster) -> Result<(Duration, Duration), ConfigError> {
     let session_timeout = bounded_duration(
         &format!("{key}.session_timeout"),
         c.session_timeout.as_deref(),
@@ -46,27 +33,57 @@ pub(super) fn validate_cluster(key: &str, c: RawCluster) -> Result<ClusterConfig
         DEFAULT_PROBE_INTERVAL,
         &AT_LEAST_100MS,
     )?;
-    let tls = c
-        .tls
-        .map(|t| super::zktls::validate_tls(&format!("{key}.tls"), t))
-        .transpose()?;
-    let mut four_letter_words = validate_four_letter_words(
-        &format!("{key}.four_letter_words"),
-        c.four_letter_words.unwrap_or_default(),
-        &servers,
-    )?;
-    if tls.is_none()
-        && four_letter_words
-            .admin_url
-            .as_deref()
-            .is_some_and(|u| u.starts_with("https://"))
-    {
+    Ok((session_timeout, latency_probe_interval))
+}
+
+/// `[clusters.four_letter_words]`, which asks over the cluster's TLS when
+/// it has one: an https:// AdminServer needs it.
+fn validate_words_over_tls(
+    key: &str,
+    raw: RawFourLetterWords,
+    servers: &[String],
+    tls: Option<&super::zktls::ZkTls>,
+) -> Result<FourLetterWordsConfig, ConfigError> {
+    let mut words = validate_four_letter_words(&format!("{key}.four_letter_words"), raw, servers)?;
+    let https = words
+        .admin_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"));
+    if tls.is_none() && https {
         return Err(ConfigError::new(
             format!("{key}.four_letter_words.admin_url"),
             "an https:// AdminServer needs [clusters.tls] (its ca_file verifies the AdminServer too)",
         ));
     }
-    four_letter_words.tls = tls.clone();
+    words.tls = tls.cloned();
+    Ok(words)
+}
+
+pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterConfig, ConfigError> {
+    let limits = validate_limits(key, &c)?;
+    let name = c.name.take().unwrap_or_else(|| "default".to_owned());
+    if name.trim().is_empty() {
+        return Err(ConfigError::new(format!("{key}.name"), "must not be empty"));
+    }
+    if c.servers.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.servers"),
+            "is empty: list at least one \"host:port\"",
+        ));
+    }
+    let servers = c
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(j, s)| validate_server(&format!("{key}.servers[{j}]"), s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (session_timeout, latency_probe_interval) = validate_timings(key, &c)?;
+    let tls = c
+        .tls
+        .map(|t| super::zktls::validate_tls(&format!("{key}.tls"), t))
+        .transpose()?;
+    let raw_words = c.four_letter_words.take().unwrap_or_default();
+    let four_letter_words = validate_words_over_tls(key, raw_words, &servers, tls.as_ref())?;
     let (system_elections, system_groups) = super::systems::expand(key, c.systems)?;
     let (elections, groups) = validate_trees(
         key,

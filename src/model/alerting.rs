@@ -287,61 +287,14 @@ impl Book {
         session_lost_since: Option<Instant>,
         now: Instant,
     ) -> (Changes, usize) {
-        let t = self.thresholds;
-        let max = t.max_alerts;
+        let Reading {
+            fresh,
+            conditions,
+            frozen,
+        } = reading;
+        let wanted = self.wanted(cluster, conditions, session_lost_since, now);
         let mut changes = Changes::default();
-        let mut wanted: BTreeMap<Key, (Instant, u64, Option<Duration>)> = BTreeMap::new();
-        if let Some(since) = session_lost_since {
-            let key = (Kind::SessionDown, cluster.to_owned(), String::new());
-            wanted.insert(key, (since, 0, None));
-        }
-        let (fresh, frozen) = (reading.fresh, reading.frozen);
-        for c in reading.conditions {
-            let key = (c.kind, cluster.to_owned(), c.election);
-            if c.kind == Kind::EpochRegression {
-                let seen = self.regressions.entry(key.clone()).or_insert((0, now));
-                if c.value > seen.0 {
-                    *seen = (c.value, now);
-                }
-                if now.saturating_duration_since(seen.1) > REGRESSION_WINDOW {
-                    continue;
-                }
-                wanted.insert(key, (seen.1, c.value, None));
-                continue;
-            }
-            let since = c
-                .since
-                .unwrap_or_else(|| *self.pending.get(&key).unwrap_or(&now));
-            wanted.insert(key, (since, c.value, c.hold));
-        }
-        // Holds: pending until the condition has lasted its `for`.
-        let mut left_out = 0;
-        let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
-        for (key, (since, value, hold)) in &wanted {
-            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(&t));
-            if let Some(f) = self.firing.get_mut(key) {
-                f.value = *value;
-            } else if held {
-                if count >= max {
-                    if self.left_out.insert(key.clone()) {
-                        left_out += 1;
-                    }
-                    continue;
-                }
-                count += 1;
-                self.pending.remove(key);
-                self.firing.insert(
-                    key.clone(),
-                    Firing {
-                        since: *since,
-                        value: *value,
-                    },
-                );
-                changes.fired.push(key.clone());
-            } else {
-                self.pending.entry(key.clone()).or_insert(*since);
-            }
-        }
+        let left_out = self.admit(cluster, &wanted, now, &mut changes);
         // Resolve what no longer holds, for this cluster; from a stale
         // reading only the session alert may change.
         let gone: Vec<Key> = self
@@ -364,6 +317,80 @@ impl Book {
                 .retain(|k| keep(k) && !self.firing.contains_key(k));
         }
         (changes, left_out)
+    }
+
+    /// The alerts `cluster`'s reading asks for: key → (since when, value,
+    /// the condition's own hold). An epoch regression is asked for while
+    /// its count grew within [`REGRESSION_WINDOW`].
+    fn wanted(
+        &mut self,
+        cluster: &str,
+        conditions: Vec<Condition>,
+        session_lost_since: Option<Instant>,
+        now: Instant,
+    ) -> BTreeMap<Key, (Instant, u64, Option<Duration>)> {
+        let mut wanted = BTreeMap::new();
+        if let Some(since) = session_lost_since {
+            let key = (Kind::SessionDown, cluster.to_owned(), String::new());
+            wanted.insert(key, (since, 0, None));
+        }
+        for c in conditions {
+            let key = (c.kind, cluster.to_owned(), c.election);
+            if c.kind == Kind::EpochRegression {
+                let seen = self.regressions.entry(key.clone()).or_insert((0, now));
+                if c.value > seen.0 {
+                    *seen = (c.value, now);
+                }
+                if now.saturating_duration_since(seen.1) <= REGRESSION_WINDOW {
+                    let since = seen.1;
+                    wanted.insert(key, (since, c.value, None));
+                }
+                continue;
+            }
+            let since = c
+                .since
+                .unwrap_or_else(|| *self.pending.get(&key).unwrap_or(&now));
+            wanted.insert(key, (since, c.value, c.hold));
+        }
+        wanted
+    }
+
+    /// Fires what has held its `for` (at most `max_alerts` per cluster;
+    /// returns how many were newly left out), keeps the rest pending.
+    fn admit(
+        &mut self,
+        cluster: &str,
+        wanted: &BTreeMap<Key, (Instant, u64, Option<Duration>)>,
+        now: Instant,
+        changes: &mut Changes,
+    ) -> usize {
+        let t = self.thresholds;
+        let mut left_out = 0;
+        let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
+        for (key, (since, value, hold)) in wanted {
+            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(&t));
+            if let Some(f) = self.firing.get_mut(key) {
+                f.value = *value;
+            } else if held {
+                if count >= t.max_alerts {
+                    if self.left_out.insert(key.clone()) {
+                        left_out += 1;
+                    }
+                    continue;
+                }
+                count += 1;
+                self.pending.remove(key);
+                let firing = Firing {
+                    since: *since,
+                    value: *value,
+                };
+                self.firing.insert(key.clone(), firing);
+                changes.fired.push(key.clone());
+            } else {
+                self.pending.entry(key.clone()).or_insert(*since);
+            }
+        }
+        left_out
     }
 }
 

@@ -80,71 +80,91 @@ pub async fn walk(
         if !rest.is_empty() {
             walk.truncated = true;
         }
-        let listed = multi(client, &frontier, Op::Children, &mut walk).await?;
-        walk.walked += frontier.len();
-        let mut parents: Vec<(String, Vec<String>)> = Vec::new();
-        for (path, result) in frontier.into_iter().zip(listed) {
-            match result {
-                MultiReadResult::Children { mut children } if !children.is_empty() => {
-                    children.sort();
-                    parents.push((path, children));
-                }
-                MultiReadResult::Children { .. } => {
-                    walk.nodes.insert(path, Found::Empty);
-                }
-                // Deleted meanwhile, or no rights: nothing to classify.
-                _ => {}
-            }
-        }
-        // Each parent's own stat (its cversion), then a sample of children.
-        let samples: Vec<String> = parents
-            .iter()
-            .flat_map(|(p, c)| {
-                std::iter::once(p.clone()).chain(c.iter().take(SAMPLE).map(move |c| join(p, c)))
-            })
-            .collect();
-        let stats = multi(client, &samples, Op::Data, &mut walk).await?;
-        let mut stats = stats.into_iter();
-        let mut next = Vec::new();
-        for (path, children) in parents {
-            let cversion = match stats.next() {
-                Some(MultiReadResult::Data { stat, .. }) => Some(stat.cversion),
-                _ => None,
-            };
-            let samples: Vec<Sample> = stats
-                .by_ref()
-                .take(children.len().min(SAMPLE))
-                .map(|r| match r {
-                    MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0 => {
-                        Sample::Ephemeral
-                    }
-                    MultiReadResult::Error {
-                        err: zookeeper_client::Error::NoNode,
-                    } => Sample::Vanished,
-                    _ => Sample::Persistent,
-                })
-                .collect();
-            let kind = kind_of(&samples, &children, cversion);
-            if matches!(kind, Found::Election | Found::Lock | Found::Group) {
-                walk.sampled.insert(
-                    path.clone(),
-                    children.iter().take(SAMPLE).cloned().collect(),
-                );
-            }
-            if kind == Found::Other {
-                next.extend(
-                    children
-                        .iter()
-                        .map(|c| join(&path, c))
-                        .filter(|p| !excluded(p, exclude)),
-                );
-            }
-            walk.nodes.insert(path, kind);
-        }
+        let parents = list_level(client, frontier, &mut walk).await?;
+        let mut next = classify_level(client, parents, exclude, &mut walk).await?;
         next.extend(rest);
         frontier = next;
     }
     Ok(walk)
+}
+
+/// Lists one level: the nodes with children (sorted), to classify; the
+/// childless ones are recorded as empty.
+async fn list_level(
+    client: &Client,
+    level: Vec<String>,
+    walk: &mut Walk,
+) -> Result<Vec<(String, Vec<String>)>, zookeeper_client::Error> {
+    let listed = multi(client, &level, Op::Children, walk).await?;
+    walk.walked += level.len();
+    let mut parents = Vec::new();
+    for (path, result) in level.into_iter().zip(listed) {
+        match result {
+            MultiReadResult::Children { mut children } if !children.is_empty() => {
+                children.sort();
+                parents.push((path, children));
+            }
+            MultiReadResult::Children { .. } => {
+                walk.nodes.insert(path, Found::Empty);
+            }
+            // Deleted meanwhile, or no rights: nothing to classify.
+            _ => {}
+        }
+    }
+    Ok(parents)
+}
+
+/// Classifies each parent from its own stat (its cversion) and a sample
+/// of its children; returns the next level (children of what is none of
+/// the kinds, outside `exclude`).
+async fn classify_level(
+    client: &Client,
+    parents: Vec<(String, Vec<String>)>,
+    exclude: &[String],
+    walk: &mut Walk,
+) -> Result<Vec<String>, zookeeper_client::Error> {
+    let samples: Vec<String> = parents
+        .iter()
+        .flat_map(|(p, c)| {
+            std::iter::once(p.clone()).chain(c.iter().take(SAMPLE).map(move |c| join(p, c)))
+        })
+        .collect();
+    let stats = multi(client, &samples, Op::Data, walk).await?;
+    let mut stats = stats.into_iter();
+    let mut next = Vec::new();
+    for (path, children) in parents {
+        let cversion = match stats.next() {
+            Some(MultiReadResult::Data { stat, .. }) => Some(stat.cversion),
+            _ => None,
+        };
+        let samples: Vec<Sample> = stats
+            .by_ref()
+            .take(children.len().min(SAMPLE))
+            .map(sample_of)
+            .collect();
+        let kind = kind_of(&samples, &children, cversion);
+        if matches!(kind, Found::Election | Found::Lock | Found::Group) {
+            let sampled = children.iter().take(SAMPLE).cloned().collect();
+            walk.sampled.insert(path.clone(), sampled);
+        }
+        if kind == Found::Other {
+            let below = children.iter().map(|c| join(&path, c));
+            next.extend(below.filter(|p| !excluded(p, exclude)));
+        }
+        walk.nodes.insert(path, kind);
+    }
+    Ok(next)
+}
+
+/// What one sampled child's read says.
+fn sample_of(read: MultiReadResult) -> Sample {
+    match read {
+        MultiReadResult::Data { stat, .. } if stat.ephemeral_owner != 0 => Sample::Ephemeral,
+        MultiReadResult::Error {
+            err: zookeeper_client::Error::NoNode,
+        } => Sample::Vanished,
+        _ => Sample::Persistent,
+    }
 }
 
 /// What one walk changed at once, and what it found that waits for

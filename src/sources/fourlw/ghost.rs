@@ -107,70 +107,92 @@ pub async fn poll_once(
     let started = Instant::now();
     let servers = state.servers_to_poll(&d.servers);
     let (owners, ensemble_size) = (state.owners(), state.ensemble_size());
-    let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| async move {
-        let (cons, dump) = tokio::join!(
-            ask_cons(server, d.timeout, d.tls.as_ref()),
-            ask(server, Command::Dump, d.timeout, d.tls.as_ref())
-        );
-        let mut exchanges = vec![cons, dump];
-        if d.watches {
-            exchanges.push(ask(server, Command::Wchp, d.timeout, d.tls.as_ref()).await);
-        }
-        ServerPoll {
-            server: server.clone(),
-            exchanges,
-        }
-    }))
-    .await;
-    let mut connections = Vec::new();
-    let mut expiries = Vec::new();
-    let mut answered_cons = 0;
-    let mut watchers: Option<BTreeMap<String, BTreeSet<i64>>> = None;
+    let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| ask_member(d, server))).await;
+    let mut seen = Seen::default();
     for poll in &polls {
         for e in &poll.exchanges {
-            match &e.result {
-                Ok(Reply::Cons(c)) => {
-                    answered_cons += 1;
-                    connections.extend(c.iter().cloned());
-                }
-                Ok(Reply::Dump(dump)) => expiries.extend(dump.sessions.iter().copied()),
-                Ok(Reply::Wchp(paths)) => {
-                    let all = watchers.get_or_insert_with(BTreeMap::new);
-                    for (path, sessions) in paths {
-                        all.entry(path.clone())
-                            .or_default()
-                            .extend(sessions.iter().copied());
-                    }
-                }
-                Err(Failure::NotAllowed) if refused.insert((poll.server.clone(), e.command)) => {
-                    warn!(
-                        cluster = %d.cluster,
-                        server = %poll.server,
-                        "four-letter word `{}` is not allowed, so ghost masters cannot be detected there; \
-                         add it to 4lw.commands.whitelist in zoo.cfg",
-                        e.command.name()
-                    );
-                }
-                Err(Failure::Truncated) if refused.insert((poll.server.clone(), e.command)) => {
-                    warn!(
-                        cluster = %d.cluster,
-                        server = %poll.server,
-                        "`cons` ended before its end marker (the connection closed early, or the reply passed 16 MiB); \
-                         no session is judged from a part of the list; zookeeper_fourlw_errors_total{{reason=\"truncated\"}} counts each (logged once)"
-                    );
-                }
-                _ => {}
-            }
+            seen.take(d, poll, e, refused);
         }
     }
     let round = Round {
         started,
         finished: Now::current(),
-        complete: round_complete(servers.len(), answered_cons, ensemble_size),
-        connections: &connections,
-        expiries: &expiries,
+        complete: round_complete(servers.len(), seen.answered_cons, ensemble_size),
+        connections: &seen.connections,
+        expiries: &seen.expiries,
     };
-    state.ghost_round(polls, round, owners, watchers);
+    state.ghost_round(polls, round, owners, seen.watchers);
+}
+
+/// `cons` and `dump` of one member at once (and `wchp` when asked).
+async fn ask_member(d: &GhostCheck, server: &str) -> ServerPoll {
+    let (cons, dump) = tokio::join!(
+        ask_cons(server, d.timeout, d.tls.as_ref()),
+        ask(server, Command::Dump, d.timeout, d.tls.as_ref())
+    );
+    let mut exchanges = vec![cons, dump];
+    if d.watches {
+        exchanges.push(ask(server, Command::Wchp, d.timeout, d.tls.as_ref()).await);
+    }
+    ServerPoll {
+        server: server.to_owned(),
+        exchanges,
+    }
+}
+
+/// What a round's replies show, gathered across members.
+#[derive(Default)]
+struct Seen {
+    connections: Vec<parse::Connection>,
+    expiries: Vec<(i64, Option<std::time::SystemTime>)>,
+    answered_cons: usize,
+    watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
+}
+
+impl Seen {
+    /// Takes in one exchange; a refused or cut-short word is logged once
+    /// per member (it is counted in the metrics at every round).
+    fn take(
+        &mut self,
+        d: &GhostCheck,
+        poll: &ServerPoll,
+        e: &Exchange,
+        refused: &mut HashSet<(String, Command)>,
+    ) {
+        match &e.result {
+            Ok(Reply::Cons(c)) => {
+                self.answered_cons += 1;
+                self.connections.extend(c.iter().cloned());
+            }
+            Ok(Reply::Dump(dump)) => self.expiries.extend(dump.sessions.iter().copied()),
+            Ok(Reply::Wchp(paths)) => {
+                let all = self.watchers.get_or_insert_with(BTreeMap::new);
+                for (path, sessions) in paths {
+                    all.entry(path.clone())
+                        .or_default()
+                        .extend(sessions.iter().copied());
+                }
+            }
+            Err(Failure::NotAllowed) if refused.insert((poll.server.clone(), e.command)) => {
+                warn!(
+                    cluster = %d.cluster,
+                    server = %poll.server,
+                    "four-letter word `{}` is not allowed, so ghost masters cannot be detected there; \
+                     add it to 4lw.commands.whitelist in zoo.cfg",
+                    e.command.name()
+                );
+            }
+            Err(Failure::Truncated) if refused.insert((poll.server.clone(), e.command)) => {
+                warn!(
+                    cluster = %d.cluster,
+                    server = %poll.server,
+                    "`cons` ended before its end marker (the connection closed early, or the reply passed 16 MiB); \
+                     no session is judged from a part of the list; zookeeper_fourlw_errors_total{{reason=\"truncated\"}} counts each (logged once)"
+                );
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

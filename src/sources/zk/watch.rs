@@ -222,86 +222,84 @@ pub async fn apply_events(
     let mut index: HashMap<&str, usize> = HashMap::new();
     for e in &events {
         let path = e.event.path.as_str();
-        let Some(route) = routes.get(&e.tree) else {
-            continue;
-        };
-        let read = match (route.pattern.classify(path), e.event.event_type) {
-            (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
-            (PathKind::Parent, EventType::NodeCreated) => route.sequential,
-            (PathKind::Other, EventType::NodeCreated | EventType::NodeDataChanged) => {
-                election_of_record(route, path).is_some()
-            }
-            _ => false,
-        };
-        if read && !index.contains_key(path) {
+        let needed = routes.get(&e.tree).is_some_and(|r| needs_read(r, e));
+        if needed && !index.contains_key(path) {
             index.insert(path, to_read.len());
             to_read.push(path.to_owned());
         }
     }
     let read = read_children(client, &to_read, state).await?;
+    // A node with several events in the batch was read once; each of its
+    // events applies that one reading. `None`: gone again before the read.
+    let reading = |path: &str| index.get(path).and_then(|i| read[*i].as_ref());
     let mut changes = Vec::with_capacity(events.len());
     let mut applied = Applied::default();
     for e in &events {
-        let path = e.event.path.as_str();
         let Some(route) = routes.get(&e.tree) else {
             continue;
         };
-        if let Some(election) = election_of_record(route, path) {
-            let data = match e.event.event_type {
-                EventType::NodeDeleted => None,
-                EventType::NodeCreated | EventType::NodeDataChanged => {
-                    // Gone again before the read: as good as deleted.
-                    index
-                        .get(path)
-                        .and_then(|i| read[*i].as_ref())
-                        .map(|n| n.data.clone())
-                }
-                _ => continue,
-            };
-            changes.push((
-                e.tree,
-                TreeChange::OuterRecord {
-                    election: election.to_owned(),
-                    data,
-                },
-            ));
-            continue;
+        match change_of(route, e, reading(&e.event.path)) {
+            Some(Ok(change)) => changes.push((e.tree, change)),
+            Some(Err(misfit)) => applied.misfits.push((e.tree, misfit)),
+            None => {}
         }
-        let change = match (route.pattern.classify(path), e.event.event_type) {
-            (PathKind::Parent, EventType::NodeCreated) => {
-                let node = index.get(path).and_then(|i| read[*i].as_ref());
-                if node.is_some_and(|n| n.ephemeral_owner != 0) {
-                    applied.misfits.push((e.tree, path.to_owned()));
-                    continue;
-                }
-                TreeChange::ParentCreated(path.into())
-            }
-            (PathKind::Parent, EventType::NodeDeleted) => TreeChange::ParentDeleted(path.into()),
-            (
-                PathKind::Child { parent, .. },
-                EventType::NodeCreated | EventType::NodeDataChanged,
-            ) => {
-                // A node with several events in the batch was read once;
-                // each of its events applies that one reading.
-                let node = index.get(path).and_then(|i| read[*i].clone());
-                match node {
-                    Some(child) => TreeChange::ChildUpserted {
-                        parent: parent.into(),
-                        child,
-                    },
-                    None => continue,
-                }
-            }
-            (PathKind::Child { parent, name }, EventType::NodeDeleted) => {
-                TreeChange::ChildDeleted {
-                    parent: parent.into(),
-                    name: name.into(),
-                }
-            }
-            _ => continue,
-        };
-        changes.push((e.tree, change));
     }
     applied.drops_to_report = state.trees_changed(changes, Now::current());
     Ok(applied)
+}
+
+/// Whether event `e` of the tree `route` describes needs its node read:
+/// created or changed candidates, created election nodes of sequential
+/// trees (to check they are persistent) and the outer record.
+fn needs_read(route: &WatchPlan, e: &TreeEvent) -> bool {
+    let path = e.event.path.as_str();
+    match (route.pattern.classify(path), e.event.event_type) {
+        (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
+        (PathKind::Parent, EventType::NodeCreated) => route.sequential,
+        (PathKind::Other, EventType::NodeCreated | EventType::NodeDataChanged) => {
+            election_of_record(route, path).is_some()
+        }
+        _ => false,
+    }
+}
+
+/// What event `e` changes in its tree, given the node as read (if it was);
+/// `Err(path)` for an election node created ephemeral under a sequential
+/// glob (a misfit, not applied); `None` for events that change nothing.
+fn change_of(
+    route: &WatchPlan,
+    e: &TreeEvent,
+    node: Option<&ChildNode>,
+) -> Option<Result<TreeChange, String>> {
+    let path = e.event.path.as_str();
+    if let Some(election) = election_of_record(route, path) {
+        let data = match e.event.event_type {
+            EventType::NodeDeleted => None,
+            EventType::NodeCreated | EventType::NodeDataChanged => node.map(|n| n.data.clone()),
+            _ => return None,
+        };
+        let election = election.to_owned();
+        return Some(Ok(TreeChange::OuterRecord { election, data }));
+    }
+    let change = match (route.pattern.classify(path), e.event.event_type) {
+        (PathKind::Parent, EventType::NodeCreated) => {
+            if node.is_some_and(|n| n.ephemeral_owner != 0) {
+                return Some(Err(path.to_owned()));
+            }
+            TreeChange::ParentCreated(path.into())
+        }
+        (PathKind::Parent, EventType::NodeDeleted) => TreeChange::ParentDeleted(path.into()),
+        (PathKind::Child { parent, .. }, EventType::NodeCreated | EventType::NodeDataChanged) => {
+            TreeChange::ChildUpserted {
+                parent: parent.into(),
+                child: node?.clone(),
+            }
+        }
+        (PathKind::Child { parent, name }, EventType::NodeDeleted) => TreeChange::ChildDeleted {
+            parent: parent.into(),
+            name: name.into(),
+        },
+        _ => return None,
+    };
+    Some(Ok(change))
 }

@@ -27,9 +27,11 @@ use crate::fourlw::parse::parse_members;
 use crate::model::carry::TreePlan;
 use crate::model::election::Now;
 use crate::model::session::SessionState;
-use crate::model::tree::{ChildNode, Tree, TreeId, TreePattern};
+use crate::model::tree::{ChildNode, TreeId};
 use crate::model::{DiscoveryStatus, Listed, SharedCluster, WatchPlan};
 use crate::sources::discovery;
+
+mod discovered;
 
 /// How often `/zookeeper/config` is re-read for ensemble members.
 const MEMBERS_REFRESH: Duration = Duration::from_secs(30);
@@ -194,33 +196,11 @@ impl<'a> Session<'a> {
                     self.state.session_ended(SessionState::Closed, None);
                     return End::Shutdown;
                 }
-                s = states.changed() => match s {
-                    ZkState::Disconnected => {
-                        connected = false;
-                        warn!(cluster = %self.cfg.name, "disconnected from ZooKeeper; trees are stale until reconnect");
-                        self.state.session_lost(SessionState::Disconnected, "session disconnected, reconnecting", Now::current());
+                s = states.changed() => {
+                    if let Some(end) = self.on_state(s, &mut connected).await {
+                        return end;
                     }
-                    ZkState::SyncConnected | ZkState::ConnectedReadOnly => {
-                        let read_only = s == ZkState::ConnectedReadOnly;
-                        info!(cluster = %self.cfg.name, read_only, "reconnected to ZooKeeper; resyncing trees");
-                        self.state.session_reconnected(read_only, !connected, Now::current());
-                        connected = true;
-                        self.sync_all().await;
-                        self.refresh_members().await;
-                    }
-                    ZkState::Expired => {
-                        self.state.session_lost(SessionState::Expired, "session expired; building a new session", Now::current());
-                        return End::Expired;
-                    }
-                    ZkState::AuthFailed => {
-                        self.state.session_ended(SessionState::AuthFailed, Some("authentication failed".into()));
-                        return End::AuthFailed;
-                    }
-                    ZkState::Closed => {
-                        self.state.session_ended(SessionState::Closed, Some("session closed".into()));
-                        return End::Closed;
-                    }
-                },
+                }
                 Some(first) = self.rx.recv() => {
                     let mut batch = vec![first];
                     while batch.len() < MAX_EVENTS_PER_BATCH {
@@ -250,6 +230,47 @@ impl<'a> Session<'a> {
                 }
             }
         }
+    }
+
+    /// The client's state changed; `Some` when this client's life ends.
+    /// A reconnect re-places every watch and re-lists every tree (the
+    /// client library does not re-register persistent watches).
+    async fn on_state(&mut self, s: ZkState, connected: &mut bool) -> Option<End> {
+        match s {
+            ZkState::Disconnected => {
+                *connected = false;
+                warn!(cluster = %self.cfg.name, "disconnected from ZooKeeper; trees are stale until reconnect");
+                let why = "session disconnected, reconnecting";
+                self.state
+                    .session_lost(SessionState::Disconnected, why, Now::current());
+            }
+            ZkState::SyncConnected | ZkState::ConnectedReadOnly => {
+                let read_only = s == ZkState::ConnectedReadOnly;
+                info!(cluster = %self.cfg.name, read_only, "reconnected to ZooKeeper; resyncing trees");
+                self.state
+                    .session_reconnected(read_only, !*connected, Now::current());
+                *connected = true;
+                self.sync_all().await;
+                self.refresh_members().await;
+            }
+            ZkState::Expired => {
+                let why = "session expired; building a new session";
+                self.state
+                    .session_lost(SessionState::Expired, why, Now::current());
+                return Some(End::Expired);
+            }
+            ZkState::AuthFailed => {
+                let why = Some("authentication failed".into());
+                self.state.session_ended(SessionState::AuthFailed, why);
+                return Some(End::AuthFailed);
+            }
+            ZkState::Closed => {
+                let why = Some("session closed".into());
+                self.state.session_ended(SessionState::Closed, why);
+                return Some(End::Closed);
+            }
+        }
+        None
     }
 
     async fn apply(&mut self, batch: Vec<TreeEvent>) {
@@ -342,66 +363,6 @@ impl<'a> Session<'a> {
                     self.sync_tree(id).await;
                 }
             }
-        }
-    }
-
-    fn watched_by_discovery(&self) -> Vec<discovery::Watched> {
-        self.state
-            .trees_watched()
-            .into_iter()
-            .map(|t| discovery::Watched {
-                pattern: t.pattern,
-                kind: t.kind,
-                source: t.source,
-            })
-            .collect()
-    }
-
-    /// Runs a discovery walk: drops discovered trees that vanished or
-    /// changed kind at once, and keeps what it found for [`Self::confirm`].
-    async fn discover(&mut self) {
-        let watched = self.watched_by_discovery();
-        let Some(looked) = discovery::look(
-            &self.client,
-            self.cfg,
-            &watched,
-            &mut self.discovery_truncation_logged,
-        )
-        .await
-        else {
-            return;
-        };
-        if let Some(walk) = looked.pending {
-            let due = tokio::time::Instant::now() + self.cfg.discovery.settle;
-            self.sighting = Some((walk, looked.status.clone(), due));
-        }
-        self.adopt(&looked.retired, Vec::new(), looked.status).await;
-    }
-
-    /// `discovery.settle` after a walk: starts watching the finds whose
-    /// candidates are still there.
-    async fn confirm(&mut self) {
-        let Some((walk, mut status, _)) = self.sighting.take() else {
-            return;
-        };
-        let watched = self.watched_by_discovery();
-        let Some(confirmed) = discovery::confirm(&self.client, self.cfg, walk, &watched).await
-        else {
-            return;
-        };
-        status.fleeting = confirmed.fleeting;
-        self.adopt(&[], confirmed.added, status).await;
-    }
-
-    /// Hands discovery's changes to the models and watches the new trees.
-    /// A retired tree's watch goes; no other tree's is touched.
-    async fn adopt(&mut self, retired: &[TreePattern], added: Vec<Tree>, status: DiscoveryStatus) {
-        let new: Vec<TreeId> = added.iter().map(Tree::id).collect();
-        for id in self.state.trees_discovered(retired, added, status) {
-            self.watched.remove(&id);
-        }
-        for id in new {
-            self.sync_tree(id).await;
         }
     }
 
