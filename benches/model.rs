@@ -8,8 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use zk_election_exporter::model::Now;
 use zk_election_exporter::model::candidate::IdentityMode;
-use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 
 /// Counts live heap bytes.

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use zk_election_exporter::metrics;
+use zk_election_exporter::model::Now;
 use zk_election_exporter::model::candidate::IdentityMode;
-use zk_election_exporter::model::election::Now;
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 use zk_election_exporter::model::{ClusterState, SharedCluster};
 

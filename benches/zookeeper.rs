@@ -493,15 +493,15 @@ async fn groups_sync(zk: &ZkServer) {
     let _ = exporter.wait();
 }
 
-/// The failover canary's figure next to a plain client's watch latency.
-async fn canary(zk: &ZkServer) {
+/// The failover probe's figure next to a plain client's watch latency.
+async fn probe(zk: &ZkServer) {
     let path = unique_path("bench_probe");
     let exporter = Exporter::start(&format!(
         "[[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n[clusters.four_letter_words]\nenabled = false\n[clusters.probe]\npath = \"{path}\"\ninterval = \"200ms\"\n",
         zk.address()
     ));
     let m = exporter
-        .until("40 canary rounds", Duration::from_secs(120), |m| {
+        .until("40 probe rounds", Duration::from_secs(120), |m| {
             m.get("zookeeper_probe_failover_seconds_count", &[])
                 .is_some_and(|n| n >= 40.0)
         })
@@ -524,7 +524,7 @@ async fn canary(zk: &ZkServer) {
         plain.push(t.elapsed());
     }
     println!(
-        "(i) canary failover (close master session -> standby sees itself master), mean of {} rounds: {:.2} ms; plain watch on a deletion, median of 40: {:.2?}",
+        "(i) probe failover (close master session -> standby sees itself master), mean of {} rounds: {:.2} ms; plain watch on a deletion, median of 40: {:.2?}",
         m.get("zookeeper_probe_failover_seconds_count", &[])
             .unwrap(),
         mean * 1000.0,
@@ -568,7 +568,7 @@ fn main() {
     large_tree(&zk);
     runtime.block_on(discovery_walk(&zk));
     runtime.block_on(groups_sync(&zk));
-    runtime.block_on(canary(&zk));
+    runtime.block_on(probe(&zk));
     drop(zk);
     ensemble_scrapes();
 }

@@ -54,7 +54,7 @@
       ZooKeeperElectionHerdEffect: { 'for': '15m', candidates: 2 },
       ZooKeeperElectionsMasterlessBeyondCap: { 'for': '1m' },
       ZooKeeperElectionsNeedAttentionBeyondCap: { 'for': '5m' },
-      // 90th percentile of the failover canary, over `window`.
+      // 90th percentile of the failover probe, over `window`.
       ZooKeeperElectionSlowFailover: { 'for': '15m', seconds: 1, window: '15m' },
       ZooKeeperGroupBelowMinimum: { 'for': '2m' },
       ZooKeeperGroupEmpty: { 'for': '2m' },

@@ -1,5 +1,5 @@
 //! The agent: assembles each configured cluster (its models, its session,
-//! its four-letter-word poller, ghost check and canary) and runs them with
+//! its four-letter-word poller, ghost check and failover probe) and runs them with
 //! the HTTP server until shutdown; a reload applies a new configuration as
 //! a difference (`agent/reload.rs`).
 

@@ -17,8 +17,8 @@
 //!   watches every tree ([`sources::zk::watch`], or
 //!   [`sources::zk::oneshot`] before 3.6), reads in batches
 //!   ([`sources::zk::read`]) and resyncs after reconnects and expiry;
-//!   [`sources::discovery`] finds trees nobody configured; [`sources::canary`]
-//!   runs the failover canary.
+//!   [`sources::discovery`] finds trees nobody configured; [`sources::probe`]
+//!   runs the failover probe.
 //! - Four-letter-word replies enter in [`sources::fourlw`]: [`ask`] sends one
 //!   word under a hard timeout, the [`sources::fourlw::poller`] collects every
 //!   member on scrape, and [`sources::fourlw::ghost`] runs the `cons`/`dump`

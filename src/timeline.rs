@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tracing::info;
 
 use crate::api::events::EventBody;
-use crate::model::election::Now;
+use crate::model::Now;
 use crate::model::{Roster, SharedCluster};
 
 /// How often new entries are looked for.

@@ -62,7 +62,7 @@ const EMPTY_BY_DESIGN: &[(&str, &str)] = &[
     ),
     (
         "Herd: watchers of the election node",
-        "needs diagnostics.watches, off here",
+        "needs ghost_check.watches, off here",
     ),
 ];
 
@@ -100,7 +100,7 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
     let exporter = Exporter::start(&format!(
         "[[clusters]]\nname = \"e2e\"\nservers = [{}]\nsession_timeout = \"6s\"\n\
          [clusters.four_letter_words]\ntimeout = \"1s\"\n\
-         [clusters.diagnostics]\ncons_interval = \"1s\"\n\
+         [clusters.ghost_check]\ncons_interval = \"1s\"\n\
          [clusters.probe]\npath = \"{base}/probe\"\ninterval = \"1s\"\n\
          [[clusters.elections]]\npath = \"{base}/bots/*\"\n\
          [[clusters.groups]]\npath = \"{base}/services/*\"\nmin_members = 1\nexport_members = true\n\

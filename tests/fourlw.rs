@@ -212,7 +212,7 @@ async fn the_default_whitelist_is_reported_as_not_allowed() {
         "{log}"
     );
     assert!(log.contains("4lw.commands.whitelist"));
-    // The ghost-master diagnostics need cons: they say why they are silent.
+    // The ghost-master check needs cons: they say why they are silent.
     let m = exporter
         .until("cons refused", T, |m| {
             m.get(

@@ -1,4 +1,4 @@
-//! The failover canary against a real ZooKeeper.
+//! The failover probe against a real ZooKeeper.
 
 mod common;
 
@@ -23,7 +23,7 @@ fn cluster(name: &str) -> [(&str, &str); 1] {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_canary_measures_failover_expiry_and_writes_then_cleans_up() {
+async fn the_probe_measures_failover_expiry_and_writes_then_cleans_up() {
     let zk = shared_server();
     let path = unique_path("probe");
     let exporter = Exporter::start(&probe_config(zk, &path));

@@ -59,7 +59,7 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     let exporter = Exporter::start(&cluster_config(
         &proxy.address(),
         &format!("{base}/*"),
-        "event_log_size = 1000\n[clusters.diagnostics]\ncons_interval = \"300ms\"\n",
+        "event_log_size = 1000\n[clusters.ghost_check]\ncons_interval = \"300ms\"\n",
     ));
     let small = Exporter::start(&cluster_config(
         &zk.address(),
@@ -90,7 +90,7 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     until_story(want.clone(), "the close");
 
     // 2. The next master's process dies: its session expires, as the
-    //    diagnostics saw its connection gone first.
+    //    ghost check saw its connection gone first.
     drop(b);
     want.push(step("ghost_flagged", "device-b", "", ""));
     want.push(step("switch", "device-b", "device-c", "session_expired"));

@@ -130,7 +130,7 @@ local util = import '../lib/util.libsonnet';
                   '{{ $labels.cluster }} has more elections that are masterless, ghost, duplicate, flapping or short of standbys than it exports per-election series for; the per-election alerts cannot see the rest. zookeeper_tree_elections counts them by tree and state.'),
             alert('ZooKeeperElectionSlowFailover', 'warning', 'histogram_quantile(0.9, sum by (cluster, le) (rate(zookeeper_probe_failover_seconds_bucket{%(selector)s}[%(window)s]))) > %(seconds)s',
                   'Failover in {{ $labels.cluster }} is slow',
-                  'The failover canary of {{ $labels.cluster }} needs {{ $value | humanizeDuration }} (90th percentile) for a standby to take over a closed master.'),
+                  'The failover probe of {{ $labels.cluster }} needs {{ $value | humanizeDuration }} (90th percentile) for a standby to take over a closed master.'),
           ],
         },
         {

@@ -1,5 +1,5 @@
 // Who is master of every election, how often mastership moves, masterless
-// time, ghost masters, the failover canary, and who holds each lock.
+// time, ghost masters, the failover probe, and who holds each lock.
 local g = import '../lib/grafana.libsonnet';
 
 function(config)
@@ -28,7 +28,7 @@ function(config)
     config.dashboards,
     'elections',
     'ZooKeeper Elections',
-    'Who is master of every election, how often mastership moves, masterless time, ghost masters, the failover canary, and who holds each lock.',
+    'Who is master of every election, how often mastership moves, masterless time, ghost masters, the failover probe, and who holds each lock.',
     [
       g.row('Overview'),
       // From the tree aggregates: they count every watched election, also
@@ -41,7 +41,7 @@ function(config)
               w=4, h=4, desc='Elections without any candidate.'),
       g.panel('stat', 'Ghost masters',
               [['sum(max by (cluster, tree) (zookeeper_tree_elections{%s,state="ghost"})) or vector(0)' % C, '']],
-              w=4, h=4, desc='Masters whose session is disconnected or silent (needs diagnostics).'),
+              w=4, h=4, desc='Masters whose session is disconnected or silent (needs the ghost check).'),
       g.panel('stat', 'Switches in range',
               [['sum(max by (cluster, tree) (increase(zookeeper_tree_master_changes_total{%s}[$__range]))) or vector(0)' % C, '']],
               w=4, h=4),
@@ -82,12 +82,12 @@ function(config)
       g.panel('timeseries', 'Duplicate identities',
               [['zookeeper_election_duplicate_identities{%s} > 0' % e, '{{election}}']],
               desc='Candidates sharing an identity (zombie sessions).'),
-      g.panel('timeseries', 'Failover canary',
+      g.panel('timeseries', 'Failover probe',
               quantiles('zookeeper_probe_failover_seconds', 'cluster', '15m'),
               unit='s', desc='Needs [clusters.probe].'),
       g.panel('timeseries', 'Herd: watchers of the election node',
               [['zookeeper_election_parent_watchers{%s}' % e, '{{election}}']],
-              desc='Needs diagnostics.watches.'),
+              desc='Needs ghost_check.watches.'),
       g.row('Locks'),
       g.panel('stat', 'Locks held', [['sum(max by (cluster, lock) (zookeeper_lock_held{%s})) or vector(0)' % lk, '']],
               w=6, h=4, desc='A free lock is normal; this is how many are held now.'),

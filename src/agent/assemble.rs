@@ -1,5 +1,5 @@
 //! One cluster's models and the sources that feed them: its session, its
-//! four-letter-word poller, ghost check and canary.
+//! four-letter-word poller, ghost check and failover probe.
 
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
     model.limits = cluster.limits;
     model.events = crate::model::events::EventLog::new(cluster.event_log_size);
     model.discovery = cluster.discovery.enabled.then(Default::default);
-    model.canary = cluster.canary.is_some().then(Default::default);
+    model.probe = cluster.probe.is_some().then(Default::default);
     model
 }
 
@@ -79,21 +79,21 @@ pub(super) fn assemble(
         ))
     });
     let mut tasks = Vec::new();
-    if cluster.diagnostics.enabled {
+    if cluster.ghost_check.enabled {
         let check = GhostCheck {
             cluster: cluster.name.clone(),
             servers: fourlw.servers.clone(),
-            pace: cluster.diagnostics.cons_interval,
+            pace: cluster.ghost_check.cons_interval,
             timeout: fourlw.timeout,
-            watches: cluster.diagnostics.watches,
+            watches: cluster.ghost_check.watches,
             tls: cluster.tls.clone(),
         };
         tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
     }
-    if let Some(canary) = cluster.canary.clone() {
-        tasks.push(tokio::spawn(sources::canary::run(
+    if let Some(probe) = cluster.probe.clone() {
+        tasks.push(tokio::spawn(sources::probe::run(
             cluster.clone(),
-            canary,
+            probe,
             state.clone(),
             stop.clone(),
         )));

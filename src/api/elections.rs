@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{session_hex, unix_seconds};
 use crate::model::ClusterState;
-use crate::model::elections::Style;
+use crate::model::election_tree::Style;
 use crate::model::tree::Tree;
 
 /// Most election, group or lock paths listed per tree, and candidates per

@@ -3,19 +3,19 @@
 use std::time::Duration;
 
 use super::raw::{
-    RawCluster, RawDiagnostics, RawElection, RawFourLetterWords, RawGroup, RawLock, RawProbe,
+    RawCluster, RawElection, RawFourLetterWords, RawGhostCheck, RawGroup, RawLock, RawProbe,
     RawSystem,
 };
 use super::validate::*;
 use super::*;
 use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
-use crate::model::elections::{ElectionSpec, NodeSpec, Style};
+use crate::model::election_tree::{ElectionSpec, NodeSpec, Style};
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
 
-/// `session_timeout` and `latency_probe_interval`.
+/// `session_timeout` and `latency_read_interval`.
 fn validate_timings(key: &str, c: &RawCluster) -> Result<(Duration, Duration), ConfigError> {
     let session_timeout = bounded_duration(
         &format!("{key}.session_timeout"),
@@ -27,13 +27,13 @@ fn validate_timings(key: &str, c: &RawCluster) -> Result<(Duration, Duration), C
             says: "must be between 100ms and 1h (the server further bounds it by 2..20 × tickTime)",
         },
     )?;
-    let latency_probe_interval = bounded_duration(
-        &format!("{key}.latency_probe_interval"),
-        c.latency_probe_interval.as_deref(),
-        DEFAULT_PROBE_INTERVAL,
+    let latency_read_interval = bounded_duration(
+        &format!("{key}.latency_read_interval"),
+        c.latency_read_interval.as_deref(),
+        DEFAULT_LATENCY_READ_INTERVAL,
         &AT_LEAST_100MS,
     )?;
-    Ok((session_timeout, latency_probe_interval))
+    Ok((session_timeout, latency_read_interval))
 }
 
 /// `[clusters.four_letter_words]`, which asks over the cluster's TLS when
@@ -77,7 +77,7 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
         .enumerate()
         .map(|(j, s)| validate_server(&format!("{key}.servers[{j}]"), s))
         .collect::<Result<Vec<_>, _>>()?;
-    let (session_timeout, latency_probe_interval) = validate_timings(key, &c)?;
+    let (session_timeout, latency_read_interval) = validate_timings(key, &c)?;
     let tls = c
         .tls
         .map(|t| super::zktls::validate_tls(&format!("{key}.tls"), t))
@@ -91,9 +91,9 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
         c.groups.into_iter().chain(system_groups).collect(),
     )?;
     let locks = validate_locks(key, c.locks)?;
-    let diagnostics = validate_ghost_check(
-        &format!("{key}.diagnostics"),
-        c.diagnostics.unwrap_or_default(),
+    let ghost_check = validate_ghost_check(
+        &format!("{key}.ghost_check"),
+        c.ghost_check.unwrap_or_default(),
         four_letter_words.enabled,
     )?;
     let discovery = validate_discovery(
@@ -106,7 +106,7 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
         servers,
         chroot: validate_chroot(key, c.chroot.as_deref())?,
         session_timeout,
-        latency_probe_interval,
+        latency_read_interval,
         watch_mode: validate_watch_mode(key, c.watch_mode.as_deref())?,
         auth: c
             .auth
@@ -120,8 +120,8 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
         four_letter_words,
         limits,
         discovery,
-        diagnostics,
-        canary: validate_canary(&format!("{key}.probe"), c.probe)?,
+        ghost_check,
+        probe: validate_probe(&format!("{key}.probe"), c.probe)?,
     })
 }
 
@@ -434,12 +434,12 @@ fn validate_locks(key: &str, raw: Vec<RawLock>) -> Result<Vec<LockConfig>, Confi
     Ok(locks)
 }
 
-/// `[clusters.diagnostics]`: the ghost-master check.
+/// `[clusters.ghost_check]`: the ghost-master check.
 fn validate_ghost_check(
     key: &str,
-    raw: RawDiagnostics,
+    raw: RawGhostCheck,
     four_letter_words: bool,
-) -> Result<DiagnosticsConfig, ConfigError> {
+) -> Result<GhostCheckConfig, ConfigError> {
     let cons_key = format!("{key}.cons_interval");
     let cons_interval = match raw.cons_interval.as_deref() {
         None | Some("auto") => ConsInterval::Auto,
@@ -454,15 +454,15 @@ fn validate_ghost_check(
             ConsInterval::Every(interval)
         }
     };
-    Ok(DiagnosticsConfig {
+    Ok(GhostCheckConfig {
         enabled: raw.enabled.unwrap_or(four_letter_words),
         cons_interval,
         watches: raw.watches.unwrap_or(false),
     })
 }
 
-/// `[clusters.probe]`: the failover canary, when present and enabled.
-fn validate_canary(key: &str, raw: Option<RawProbe>) -> Result<Option<CanaryConfig>, ConfigError> {
+/// `[clusters.probe]`: the failover probe, when present and enabled.
+fn validate_probe(key: &str, raw: Option<RawProbe>) -> Result<Option<ProbeConfig>, ConfigError> {
     let Some(raw) = raw.filter(|r| r.enabled.unwrap_or(true)) else {
         return Ok(None);
     };
@@ -484,7 +484,7 @@ fn validate_canary(key: &str, raw: Option<RawProbe>) -> Result<Option<CanaryConf
         Duration::from_secs(30),
         &AT_LEAST_100MS,
     )?;
-    Ok(Some(CanaryConfig {
+    Ok(Some(ProbeConfig {
         path,
         interval,
         write: raw.write.unwrap_or(true),

@@ -88,8 +88,8 @@ pub fn load(
     if let Some(enabled) = overrides.four_letter_words {
         for cluster in &mut config.clusters {
             cluster.four_letter_words.enabled = enabled;
-            // Diagnostics are four-letter words too.
-            cluster.diagnostics.enabled &= enabled;
+            // The ghost check is four-letter words too.
+            cluster.ghost_check.enabled &= enabled;
         }
     }
     Ok(config)

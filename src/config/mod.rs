@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::fourlw::Command;
 use crate::model::Limits;
-use crate::model::elections::ElectionSpec;
+use crate::model::election_tree::ElectionSpec;
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
@@ -25,7 +25,7 @@ pub const DEFAULT_LISTEN_ADDRESS: &str = "0.0.0.0:9141";
 /// Where metrics are served unless `web.telemetry_path` says otherwise.
 pub const DEFAULT_TELEMETRY_PATH: &str = "/metrics";
 const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
-const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_secs(5);
+const DEFAULT_LATENCY_READ_INTERVAL: Duration = Duration::from_secs(5);
 const DEFAULT_FOURLW_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_FOURLW_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -135,7 +135,7 @@ pub struct ClusterConfig {
     pub chroot: Option<String>,
     pub session_timeout: Duration,
     /// How often the agent times a read of its own (session latency).
-    pub latency_probe_interval: Duration,
+    pub latency_read_interval: Duration,
     pub watch_mode: WatchMode,
     pub auth: Option<Auth>,
     /// TLS to `secureClientPort`; `None`: plain.
@@ -149,20 +149,20 @@ pub struct ClusterConfig {
     /// Timeline entries kept (`/api/v1/events`).
     pub event_log_size: usize,
     pub discovery: DiscoveryConfig,
-    pub diagnostics: DiagnosticsConfig,
-    /// Failover canary; `None` unless `[clusters.probe]` is configured.
-    pub canary: Option<CanaryConfig>,
+    pub ghost_check: GhostCheckConfig,
+    /// Failover probe; `None` unless `[clusters.probe]` is configured.
+    pub probe: Option<ProbeConfig>,
 }
 
-/// The failover canary (opt-in: needs create and delete rights on `path`).
+/// The failover probe (opt-in: needs create and delete rights on `path`).
 #[derive(Debug, Clone)]
-pub struct CanaryConfig {
+pub struct ProbeConfig {
     pub path: String,
     pub interval: Duration,
     pub write: bool,
 }
 
-/// How often the ghost-master diagnostics poll.
+/// How often the ghost-master check poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConsInterval {
     /// After each round, wait `model::ghost::auto_interval` of the
@@ -171,9 +171,9 @@ pub enum ConsInterval {
     Every(Duration),
 }
 
-/// Ghost-master diagnostics from `cons` and `dump`.
+/// The ghost-master check from `cons` and `dump`.
 #[derive(Debug, Clone)]
-pub struct DiagnosticsConfig {
+pub struct GhostCheckConfig {
     /// Default: on when four-letter words are.
     pub enabled: bool,
     pub cons_interval: ConsInterval,

@@ -38,7 +38,9 @@ pub(super) struct RawCluster {
     pub(super) servers: Vec<String>,
     pub(super) chroot: Option<String>,
     pub(super) session_timeout: Option<String>,
-    pub(super) latency_probe_interval: Option<String>,
+    /// `latency_probe_interval`, its earlier name, is still accepted.
+    #[serde(alias = "latency_probe_interval")]
+    pub(super) latency_read_interval: Option<String>,
     pub(super) watch_mode: Option<String>,
     pub(super) auth: Option<RawAuth>,
     pub(super) tls: Option<super::zktls::RawZkTls>,
@@ -58,7 +60,10 @@ pub(super) struct RawCluster {
     pub(super) max_groups: Option<usize>,
     pub(super) max_locks: Option<usize>,
     pub(super) discovery: Option<RawDiscovery>,
-    pub(super) diagnostics: Option<RawDiagnostics>,
+    /// `[clusters.ghost_check]`; `[clusters.diagnostics]`, its earlier name,
+    /// is still accepted.
+    #[serde(alias = "diagnostics")]
+    pub(super) ghost_check: Option<RawGhostCheck>,
     pub(super) probe: Option<RawProbe>,
 }
 
@@ -73,7 +78,7 @@ pub(super) struct RawProbe {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawDiagnostics {
+pub(super) struct RawGhostCheck {
     pub(super) enabled: Option<bool>,
     pub(super) cons_interval: Option<String>,
     pub(super) watches: Option<bool>,

@@ -12,7 +12,7 @@ use crate::model::ClusterState;
 #[cfg(doc)]
 use crate::model::attention::Survey;
 use crate::model::election::MasterView;
-use crate::model::elections::{ElectionTree, NodeSpec, Style};
+use crate::model::election_tree::{ElectionTree, NodeSpec, Style};
 use crate::model::tree::{Tree, TreeSource};
 
 /// One exported election as every family reads it, gathered in one pass

@@ -11,7 +11,7 @@ use crate::model::ghost::{Liveness, SessionTracker};
 use std::time::SystemTime;
 
 /// Calls `f` for the master of every exported election whose owner
-/// session the diagnostics track.
+/// session the ghost check track.
 pub(super) fn each_tracked_master(
     s: &Scrape,
     mut f: impl FnMut(&Labels, Liveness, &SessionTracker, i64) -> fmt::Result,
@@ -41,7 +41,7 @@ pub(super) fn each_tracked_master(
     Ok(())
 }
 
-/// Ghost masters: families from the diagnostics' session tracker.
+/// Ghost masters: families from the ghost check's session tracker.
 pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let (clusters, now) = (s.clusters, s.now);
     let wall = SystemTime::now();

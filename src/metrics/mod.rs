@@ -7,7 +7,6 @@
 //! Prometheus text format or OpenMetrics as the scraper asks.
 
 mod alerting;
-mod canary;
 mod discovery;
 mod elections;
 mod encode;
@@ -20,6 +19,7 @@ mod locks;
 pub mod mntr;
 mod mntr_section;
 pub mod names;
+mod probe;
 mod reload;
 mod session;
 mod trees;
@@ -203,7 +203,7 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 const ENCODERS: [Encode; 14] = [
     elections::encode_elections,
     ghost::encode_ghosts,
-    canary::encode_probe,
+    probe::encode_probe,
     trees::encode_trees,
     groups::encode_groups,
     locks::encode_locks,

@@ -4,7 +4,7 @@
 //!
 //! Counters are registered without `_total` (the encoder adds it).
 
-// canary.rs
+// probe.rs
 pub const PROBE_FAILOVER_SECONDS: &str = "zookeeper_probe_failover_seconds";
 pub const PROBE_EPHEMERAL_EXPIRY_SECONDS: &str = "zookeeper_probe_ephemeral_expiry_seconds";
 pub const PROBE_ERRORS: &str = "zookeeper_probe_errors";

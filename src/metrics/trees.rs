@@ -10,7 +10,7 @@ use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::attention::State;
 use crate::model::content::TreeContent;
-use crate::model::elections::Style;
+use crate::model::election_tree::Style;
 use crate::model::tree::Tree;
 
 /// Calls `f` with the labels and model of every tree of every cluster.

@@ -5,10 +5,10 @@
 //! An election is in exactly one state, the most urgent that applies, so
 //! the aggregates of a tree add up to its elections: `masterless` (no
 //! candidate), `ghost` (its master's session is disconnected or silent, as
-//! the diagnostics showed), `duplicate` (candidates sharing an identity),
+//! the ghost check showed), `duplicate` (candidates sharing an identity),
 //! `flapping` (see [`FLAP_SWITCHES`]), `no_standby` (fewer candidates than
 //! `min_candidates`), else `ok`. Each follows from evidence the agent holds;
-//! a master whose session the diagnostics cannot judge is `ok`.
+//! a master whose session the ghost check cannot judge is `ok`.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ use super::content::TreeContent;
 use super::election::Election;
 #[cfg(doc)]
 use super::election::FLAP_SWITCHES;
-use super::elections::{ElectionTree, Style};
+use super::election_tree::{ElectionTree, Style};
 use super::tree::Tree;
 
 /// The state of one election; see the module doc.
@@ -91,7 +91,7 @@ impl ClusterState {
         }
     }
 
-    /// Whether the diagnostics showed the master's session to be a ghost.
+    /// Whether the ghost check showed the master's session to be a ghost.
     fn ghost_master(&self, election: &Election) -> bool {
         let (Some(tracker), Some(master)) = (self.ghost.as_ref(), election.master()) else {
             return false;
@@ -226,8 +226,8 @@ impl ClusterState {
 mod tests {
     use super::*;
     use crate::model::Limits;
+    use crate::model::Now;
     use crate::model::candidate::IdentityMode;
-    use crate::model::election::Now;
     use crate::model::tree::{ChildNode, Tree, TreePattern};
     use std::time::SystemTime;
 

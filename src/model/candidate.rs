@@ -1,13 +1,28 @@
-//! What a single election child is: its sequence number and its identity.
+//! What a single election child is: a [`Candidate`], its sequence number
+//! and its identity.
 //!
 //! ZooKeeper appends `%010d` of a signed 32-bit counter to EPHEMERAL_SEQUENTIAL
 //! and PERSISTENT_SEQUENTIAL nodes. Recipes put arbitrary prefixes in front
 //! (`<uuid>__lock__`, `_c_<guid>-latch-`, `instance_`), so the only reliable
 //! order is the number parsed from the last ten characters.
 
+use std::time::SystemTime;
+
 use regex::Regex;
 
 use super::protobuf;
+
+/// A candidate as the election needs it, with its identity already extracted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub name: String,
+    pub sequence: i32,
+    pub identity: String,
+    /// Session owning the node (`ephemeralOwner`); 0 for a persistent node.
+    pub owner: i64,
+    /// Creation time of the node, from its stat.
+    pub ctime: SystemTime,
+}
 
 /// Longest identity we keep; longer ones are cut (label values must stay small).
 pub const MAX_IDENTITY_CHARS: usize = 128;

@@ -66,8 +66,8 @@ pub fn trees(
 mod tests {
     use super::*;
     use crate::model::ClusterState;
+    use crate::model::Now;
     use crate::model::candidate::IdentityMode;
-    use crate::model::election::Now;
     use crate::model::tree::TreePattern;
     use std::time::{Instant, SystemTime};
 

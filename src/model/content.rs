@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::child::ChildNode;
-use super::election::Now;
+use super::now::Now;
 
 /// The kinds of tree content; the `kind` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

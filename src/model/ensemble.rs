@@ -177,7 +177,7 @@ pub struct Ensemble {
 impl Ensemble {
     /// Applies one collection. Servers absent from it are forgotten (they
     /// left the configuration or the dynamic membership).
-    /// Replies of commands a collection did not poll (the diagnostics'
+    /// Replies of commands a collection did not poll (the ghost check's
     /// `cons` and `dump`) are kept, except `ruok` and `isro`; every polled
     /// command is replaced.
     pub fn apply(&mut self, polls: Vec<ServerPoll>) {
@@ -199,7 +199,7 @@ impl Ensemble {
         self.generation += 1;
     }
 
-    /// Applies exchanges of some commands (the diagnostics' `cons` and
+    /// Applies exchanges of some commands (the ghost check's `cons` and
     /// `dump`) without forgetting servers absent from them.
     pub fn merge(&mut self, polls: Vec<ServerPoll>) {
         for poll in polls {

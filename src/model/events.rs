@@ -33,7 +33,7 @@ impl MasterRef {
 pub enum Cause {
     /// Its node was deleted: the session closed, or the node was removed.
     NodeDeleted,
-    /// Its node was deleted after the diagnostics had seen its session
+    /// Its node was deleted after the ghost check had seen its session
     /// disconnected or silent: the session expired.
     SessionExpired,
     /// Found at a re-listing after the agent's own outage: how it went is
@@ -68,7 +68,7 @@ pub enum What {
     MasterlessStarted { last: MasterRef, cause: Cause },
     /// A candidate arrived after `lasted` without a master.
     MasterlessEnded { lasted: Duration, to: MasterRef },
-    /// The diagnostics showed the master's session disconnected or
+    /// The ghost check showed the master's session disconnected or
     /// silent (`liveness`): it holds mastership it may not exercise.
     GhostFlagged {
         master: MasterRef,

@@ -1,4 +1,4 @@
-//! What a ghost-check round changes in a cluster: the diagnostics' view of
+//! What a ghost-check round changes in a cluster: the ghost check's view of
 //! every owner session, and the timeline's ghost flags of masters that stay
 //! in place (a master that left is told by its switch).
 
@@ -10,7 +10,7 @@ use super::events::{MasterRef, What};
 use super::ghost::{Liveness, Round, SessionTracker};
 
 impl ClusterState {
-    /// Masters whose session the diagnostics show as a ghost, by election,
+    /// Masters whose session the ghost check show as a ghost, by election,
     /// with how (`disconnected`, `silent`).
     pub fn ghost_masters(&self) -> BTreeMap<String, (MasterRef, &'static str)> {
         let mut out = BTreeMap::new();

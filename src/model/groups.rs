@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::candidate::IdentityMode;
 use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
-use super::election::Now;
+use super::now::Now;
 
 /// How a group tree is read and exported.
 #[derive(Debug, Clone)]

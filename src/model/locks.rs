@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use super::candidate::parse_sequence;
 use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
-use super::election::Now;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
+use super::now::Now;
 
 /// How a lock tree is exported.
 #[derive(Debug, Clone, Default)]

@@ -12,10 +12,10 @@ use std::time::Duration;
 use super::alerting::Reading;
 use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
-use super::election::Now;
 use super::ensemble::ServerPoll;
 use super::events::Event;
 use super::ghost::Round;
+use super::now::Now;
 use super::session::SessionState;
 use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
 
@@ -299,31 +299,31 @@ impl SharedCluster {
         g.ghost.as_ref()?.shortest_timeout(g.owners())
     }
 
-    // --- the canary ---
+    // --- the probe ---
 
-    /// The canary's standby took over this long after its master's
+    /// The probe's standby took over this long after its master's
     /// session was closed.
-    pub fn canary_failover(&self, took: Duration) {
+    pub fn probe_failover(&self, took: Duration) {
         let mut g = self.write();
-        g.canary
+        g.probe
             .get_or_insert_with(Default::default)
             .failover
             .observe(took.as_secs_f64());
     }
 
-    /// The canary's standby took over this long after its master's
+    /// The probe's standby took over this long after its master's
     /// session was abandoned (expiry).
-    pub fn canary_expiry(&self, took: Duration) {
+    pub fn probe_expiry(&self, took: Duration) {
         let mut g = self.write();
-        g.canary
+        g.probe
             .get_or_insert_with(Default::default)
             .expiry
             .observe(took.as_secs_f64());
     }
 
-    pub fn canary_failed(&self) {
+    pub fn probe_failed(&self) {
         self.write()
-            .canary
+            .probe
             .get_or_insert_with(Default::default)
             .errors += 1;
     }

@@ -12,10 +12,10 @@ pub use super::pattern::{PathKind, TreePattern};
 
 pub use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
-use super::election::Now;
-use super::elections::{ElectionSpec, ElectionTree};
+use super::election_tree::{ElectionSpec, ElectionTree};
 use super::groups::{GroupSpec, GroupTree};
 use super::locks::{LockSpec, LockTree};
+use super::now::Now;
 
 /// What the matched nodes are.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! four-letter words and turn what they see into calls on the models; they
 //! never render anything.
 
-pub mod canary;
 pub mod discovery;
 pub mod fourlw;
+pub mod probe;
 pub mod zk;

@@ -344,7 +344,7 @@ pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
     let servers: Vec<String> = servers.split(',').map(|s| format!("\"{s}\"")).collect();
     format!(
         "[[clusters]]\nname = \"test\"\nservers = [{}]\nsession_timeout = \"4s\"\n\
-         latency_probe_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n",
+         latency_read_interval = \"500ms\"\n{extra}\n[[clusters.elections]]\npath = \"{election}\"\n",
         servers.join(", ")
     )
 }

@@ -167,29 +167,29 @@ fn errors_name_the_key() {
 fn cons_interval_is_auto_unless_set() {
     let base = "[[clusters]]\nservers=[\"a\"]\n";
     let pace = |extra: &str| {
-        load_file(&format!("{base}{extra}"), &[]).map(|c| c.clusters[0].diagnostics.cons_interval)
+        load_file(&format!("{base}{extra}"), &[]).map(|c| c.clusters[0].ghost_check.cons_interval)
     };
     assert_eq!(pace("").unwrap(), ConsInterval::Auto);
     assert_eq!(
-        pace("[clusters.diagnostics]\ncons_interval=\"auto\"").unwrap(),
+        pace("[clusters.ghost_check]\ncons_interval=\"auto\"").unwrap(),
         ConsInterval::Auto
     );
     assert_eq!(
-        pace("[clusters.diagnostics]\ncons_interval=\"2s\"").unwrap(),
+        pace("[clusters.ghost_check]\ncons_interval=\"2s\"").unwrap(),
         ConsInterval::Every(Duration::from_secs(2))
     );
-    let e = pace("[clusters.diagnostics]\ncons_interval=\"often\"").unwrap_err();
+    let e = pace("[clusters.ghost_check]\ncons_interval=\"often\"").unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("clusters[0].diagnostics.cons_interval: `often` is not a duration")
+            .starts_with("clusters[0].ghost_check.cons_interval: `often` is not a duration")
             && e.to_string().ends_with("or \"auto\""),
         "{e}"
     );
     assert_eq!(
-        pace("[clusters.diagnostics]\ncons_interval=\"10ms\"")
+        pace("[clusters.ghost_check]\ncons_interval=\"10ms\"")
             .unwrap_err()
             .to_string(),
-        "clusters[0].diagnostics.cons_interval: must be at least 100ms"
+        "clusters[0].ghost_check.cons_interval: must be at least 100ms"
     );
 }
 
@@ -452,3 +452,32 @@ fn discovery_settle_defaults_to_ten_seconds_or_the_interval_and_never_exceeds_it
 }
 
 mod trees;
+
+#[test]
+fn earlier_key_names_are_still_accepted() {
+    let base = "[[clusters]]\nservers=[\"a:1\"]\n";
+    let now = load_file(
+        &format!(
+            "{base}latency_read_interval=\"2s\"\n[clusters.ghost_check]\ncons_interval=\"3s\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let before = load_file(
+        &format!(
+            "{base}latency_probe_interval=\"2s\"\n[clusters.diagnostics]\ncons_interval=\"3s\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(format!("{now:?}"), format!("{before:?}"));
+    assert_eq!(
+        now.clusters[0].latency_read_interval,
+        Duration::from_secs(2)
+    );
+    let both = format!("{base}latency_read_interval=\"2s\"\nlatency_probe_interval=\"2s\"\n");
+    assert!(
+        load_file(&both, &[]).is_err(),
+        "a key and its earlier name together"
+    );
+}

@@ -57,7 +57,7 @@ fn election_styles() {
     assert_eq!(e.pattern.root(), "/hadoop-ha");
     assert!(matches!(
         &e.spec.style,
-        crate::model::elections::Style::Node(n) if n.name == "ActiveStandbyElectorLock"
+        crate::model::election_tree::Style::Node(n) if n.name == "ActiveStandbyElectorLock"
     ));
     assert!(
         err(&format!(
@@ -93,7 +93,7 @@ fn node_election_extras() {
         "/brokers/ids",
         "standbys are watched"
     );
-    let crate::model::elections::Style::Node(n) = &cluster.elections[0].spec.style else {
+    let crate::model::election_tree::Style::Node(n) = &cluster.elections[0].spec.style else {
         panic!("node style");
     };
     assert_eq!(n.epoch.as_deref(), Some("controller_epoch"));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::content::ContentKind;
 use super::ensemble;
-use super::{carry, election, ghost, histogram, session, tree};
+use super::{carry, ghost, histogram, session, tree};
 
 /// Everything known about one configured cluster.
 #[derive(Debug)]
@@ -34,18 +34,18 @@ pub struct ClusterState {
     /// Outcome of the last discovery walk; `None` when discovery is off.
     pub discovery: Option<DiscoveryStatus>,
     /// Liveness of the sessions owning watched nodes; `None` until the
-    /// diagnostics' first round (or when they are off).
+    /// ghost check's first round (or when it is off).
     pub ghost: Option<ghost::SessionTracker>,
     /// Sessions other than the agent's watching each election node itself
-    /// (from `wchp`); `None` unless `diagnostics.watches` is on.
+    /// (from `wchp`); `None` unless `ghost_check.watches` is on.
     pub parent_watchers: Option<BTreeMap<String, usize>>,
-    /// Failover canary figures; `None` unless `[clusters.probe]` is set.
-    pub canary: Option<CanaryStats>,
+    /// Failover probe figures; `None` unless `[clusters.probe]` is set.
+    pub probe: Option<ProbeStats>,
 }
 
-/// What the failover canary measured.
+/// What the failover probe measured.
 #[derive(Debug, Clone)]
-pub struct CanaryStats {
+pub struct ProbeStats {
     /// Master session closed → standby sees itself master.
     pub failover: histogram::Histogram,
     /// Master session abandoned → standby sees itself master (expiry).
@@ -54,7 +54,7 @@ pub struct CanaryStats {
     pub errors: u64,
 }
 
-impl Default for CanaryStats {
+impl Default for ProbeStats {
     fn default() -> Self {
         Self {
             failover: histogram::Histogram::new(histogram::LATENCY_BUCKETS),
@@ -146,7 +146,7 @@ impl ClusterState {
             ghost: None,
             events: Default::default(),
             parent_watchers: None,
-            canary: None,
+            probe: None,
         }
     }
 
@@ -241,7 +241,7 @@ impl ClusterState {
         &mut self,
         id: tree::TreeId,
         listing: Vec<(String, Vec<tree::ChildNode>)>,
-        now: election::Now,
+        now: crate::model::Now,
     ) {
         let listed: std::collections::HashSet<String> =
             listing.iter().map(|(p, _)| p.clone()).collect();
@@ -256,7 +256,7 @@ impl ClusterState {
         &mut self,
         id: tree::TreeId,
         mut part: Vec<(String, Vec<tree::ChildNode>)>,
-        now: election::Now,
+        now: crate::model::Now,
     ) {
         let Some(tree) = self.tree(id) else {
             return;
@@ -285,9 +285,9 @@ impl ClusterState {
     }
 
     /// Moves the trees' new timeline entries into the cluster's log. A
-    /// deleted master whose session the diagnostics had seen disconnected
+    /// deleted master whose session the ghost check had seen disconnected
     /// or silent went by session expiry.
-    fn take_events(&mut self, now: election::Now) {
+    fn take_events(&mut self, now: crate::model::Now) {
         use super::events::{Cause, What};
         for i in 0..self.trees.len() {
             for (election, mut what) in self.trees[i].take_events() {
@@ -319,7 +319,7 @@ impl ClusterState {
 
     /// Time-driven timeline entries (holds passing `max_hold`), then into
     /// the log; the timeline task calls this with the current time.
-    pub fn tick(&mut self, now: election::Now) {
+    pub fn tick(&mut self, now: crate::model::Now) {
         for tree in &mut self.trees {
             tree.note_long_holds(now.mono);
         }
@@ -333,7 +333,7 @@ impl ClusterState {
 
     /// A node matching tree `id`'s glob appeared; admitted if there is
     /// room.
-    pub fn parent_created(&mut self, id: tree::TreeId, path: &str, now: election::Now) {
+    pub fn parent_created(&mut self, id: tree::TreeId, path: &str, now: crate::model::Now) {
         let Some(tree) = self.tree(id) else {
             return;
         };
@@ -357,7 +357,7 @@ impl ClusterState {
         id: tree::TreeId,
         parent: &str,
         child: tree::ChildNode,
-        now: election::Now,
+        now: crate::model::Now,
     ) {
         let Some(tree) = self.tree(id) else {
             return;
@@ -381,7 +381,7 @@ impl ClusterState {
         id: tree::TreeId,
         parent: &str,
         name: &str,
-        now: election::Now,
+        now: crate::model::Now,
     ) {
         if let Some(tree) = self.tree_mut(id) {
             tree.child_deleted(parent, name, now);
@@ -389,7 +389,7 @@ impl ClusterState {
     }
 
     /// Applies one change of tree `id`.
-    pub fn apply(&mut self, id: tree::TreeId, change: TreeChange, now: election::Now) {
+    pub fn apply(&mut self, id: tree::TreeId, change: TreeChange, now: crate::model::Now) {
         match change {
             TreeChange::ParentCreated(path) => self.parent_created(id, &path, now),
             TreeChange::ParentDeleted(path) => self.parent_deleted(id, &path),

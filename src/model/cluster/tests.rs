@@ -3,8 +3,8 @@ use crate::model::candidate::IdentityMode;
 use crate::model::tree::{ChildNode, Tree, TreePattern};
 use std::time::{Instant, SystemTime};
 
-fn now() -> election::Now {
-    election::Now {
+fn now() -> crate::model::Now {
+    crate::model::Now {
         mono: Instant::now(),
         wall: SystemTime::UNIX_EPOCH,
     }

@@ -13,37 +13,10 @@
 //!
 //! Time is passed in ([`Now`]); nothing here reads a clock or does I/O.
 
+use super::candidate::Candidate;
+use super::now::Now;
+
 use std::time::{Duration, Instant, SystemTime};
-
-/// The moment an event is applied: monotonic for durations, wall clock for
-/// the timestamps that are exported.
-#[derive(Debug, Clone, Copy)]
-pub struct Now {
-    pub mono: Instant,
-    pub wall: SystemTime,
-}
-
-impl Now {
-    /// The current time; only sources and outputs call this, models never do.
-    pub fn current() -> Self {
-        Self {
-            mono: Instant::now(),
-            wall: SystemTime::now(),
-        }
-    }
-}
-
-/// A candidate as the election needs it, with its identity already extracted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    pub name: String,
-    pub sequence: i32,
-    pub identity: String,
-    /// Session owning the node (`ephemeralOwner`); 0 for a persistent node.
-    pub owner: i64,
-    /// Creation time of the node, from its stat.
-    pub ctime: SystemTime,
-}
 
 /// One candidate as held: compact, because the seeds' user watches one
 /// election per bot account (hundreds of thousands, each with a few

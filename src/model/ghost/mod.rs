@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::election::Now;
+use super::now::Now;
 use crate::fourlw::parse::Connection;
 
 /// What is known about one session.
@@ -279,7 +279,7 @@ impl SessionTracker {
         match self.liveness(session)? {
             Liveness::Unknown(why) => Some(why.reason().to_owned()),
             _ if self.can_show_silence_in_time(session) == Some(false) => Some(format!(
-                "rounds every {:.1}s cannot show a freeze of its session before its {:.1}s timeout expires it (a freeze shows as the switch after expiry); a fixed diagnostics.cons_interval under a sixth of the timeout can",
+                "rounds every {:.1}s cannot show a freeze of its session before its {:.1}s timeout expires it (a freeze shows as the switch after expiry); a fixed ghost_check.cons_interval under a sixth of the timeout can",
                 self.pace().unwrap_or_default().as_secs_f64(),
                 self.timeout(session).unwrap_or_default().as_secs_f64(),
             )),

@@ -1,4 +1,4 @@
-//! The ghost-master check (`[clusters.diagnostics]`): every `cons_interval`, `cons` and `dump` from
+//! The ghost-master check (`[clusters.ghost_check]`): every `cons_interval`, `cons` and `dump` from
 //! every member feed the session tracker, so an election whose master's
 //! session is gone (or silent) is visible long before ZooKeeper expires it.
 //!
@@ -21,8 +21,8 @@ use super::{ask, client};
 use crate::config::ConsInterval;
 use crate::fourlw::parse::{self, Refusal};
 use crate::fourlw::{Command, Failure, Reply};
+use crate::model::Now;
 use crate::model::SharedCluster;
-use crate::model::election::Now;
 use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
 use crate::model::ghost::{Round, auto_interval, round_complete};

@@ -19,7 +19,7 @@ use zookeeper_client::{Client, EventType, OneshotWatcher};
 
 use super::read::join;
 use super::watch::TreeEvent;
-use crate::model::election::Now;
+use crate::model::Now;
 use crate::model::tree::{ChildNode, TreeId, TreePattern};
 use crate::model::{SharedCluster, TreeChange};
 

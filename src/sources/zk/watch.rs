@@ -14,7 +14,7 @@ use zookeeper_client::{AddWatchMode, Client, EventType, WatchedEvent};
 
 use super::read::{Op, as_child, as_children, join, multi_read};
 
-use crate::model::election::Now;
+use crate::model::Now;
 use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern};
 use crate::model::{SharedCluster, TreeChange, WatchPlan};
 

@@ -24,8 +24,8 @@ use super::watch::{
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
+use crate::model::Now;
 use crate::model::carry::TreePlan;
-use crate::model::election::Now;
 use crate::model::session::SessionState;
 use crate::model::tree::{ChildNode, TreeId};
 use crate::model::{DiscoveryStatus, Listed, SharedCluster, WatchPlan};
@@ -184,7 +184,7 @@ impl<'a> Session<'a> {
         // The first walk runs right away, then every `interval`.
         let mut discover = tokio::time::interval(self.cfg.discovery.interval);
         discover.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut latency_read = tokio::time::interval(self.cfg.latency_probe_interval);
+        let mut latency_read = tokio::time::interval(self.cfg.latency_read_interval);
         latency_read.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut retry = tokio::time::interval(SYNC_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

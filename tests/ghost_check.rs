@@ -58,6 +58,7 @@ fn exporter_for(zk: &ZkServer, base: &str) -> Exporter {
     Exporter::start(&cluster_config(
         &zk.address(),
         &format!("{base}/*"),
+        // The table's earlier name, still accepted.
         "[clusters.diagnostics]\ncons_interval = \"300ms\"",
     ))
 }
@@ -218,7 +219,7 @@ async fn candidates_watching_the_parent_show_the_herd_effect() {
     let exporter = Exporter::start(&cluster_config(
         &zk.address(),
         &format!("{base}/*"),
-        "[clusters.diagnostics]\ncons_interval = \"300ms\"\nwatches = true",
+        "[clusters.ghost_check]\ncons_interval = \"300ms\"\nwatches = true",
     ));
     let m = wait_for_async("parent watchers counted", T, || {
         let m = exporter.metrics()?;

@@ -15,11 +15,13 @@ use super::events::{Cause, MasterRef, What, election_events};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
+use super::candidate::Candidate;
 use super::candidate::{IdentityMode, parse_sequence};
 use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
-use super::election::{Candidate, Election, Now};
+use super::election::Election;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
+use super::now::Now;
 
 /// Children of one election that carry no sequence suffix; not candidates,
 /// but counted so a misconfigured glob is visible.

@@ -1,4 +1,4 @@
-//! Failover canary: a real two-candidate election under the probe path,
+//! Failover probe: a real two-candidate election under the probe path,
 //! run with two extra sessions, whose master is killed every interval.
 //!
 //! - Each round the master's session is **closed** and the time until the
@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 use zookeeper_client::{Acls, Client, CreateMode, EventType};
 
-use crate::config::{CanaryConfig, ClusterConfig};
+use crate::config::{ClusterConfig, ProbeConfig};
 use crate::model::SharedCluster;
 
 /// What a round measured.
@@ -56,21 +56,21 @@ fn instance_name() -> String {
 fn describe(path: &str, e: &zookeeper_client::Error) -> String {
     match e {
         zookeeper_client::Error::NoAuth => format!(
-            "the failover canary cannot write under {path}: not authorized; grant create and delete there or remove [clusters.probe]"
+            "the failover probe cannot write under {path}: not authorized; grant create and delete there or remove [clusters.probe]"
         ),
-        other => format!("failover canary under {path} failed: {other}"),
+        other => format!("failover probe under {path} failed: {other}"),
     }
 }
 
-struct Canary<'a> {
+struct Probe<'a> {
     cfg: &'a ClusterConfig,
-    settings: &'a CanaryConfig,
+    settings: &'a ProbeConfig,
     election: String,
     standby: Option<Client>,
     last_expiry: Instant,
 }
 
-impl Canary<'_> {
+impl Probe<'_> {
     async fn standby(&mut self) -> Result<Client, zookeeper_client::Error> {
         if let Some(c) = &self.standby
             && !c.state().is_terminated()
@@ -171,14 +171,14 @@ impl Canary<'_> {
     }
 }
 
-/// Runs the canary until `shutdown`, then removes its nodes.
+/// Runs the probe until `shutdown`, then removes its nodes.
 pub async fn run(
     cfg: ClusterConfig,
-    settings: CanaryConfig,
+    settings: ProbeConfig,
     state: SharedCluster,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut p = Canary {
+    let mut p = Probe {
         election: format!(
             "{}/{}",
             settings.path.trim_end_matches('/'),
@@ -202,10 +202,10 @@ pub async fn run(
             _ = shutdown.changed() => break,
         };
         match result {
-            Ok(Measured::Failover(d)) => state.canary_failover(d),
-            Ok(Measured::Expiry(d)) => state.canary_expiry(d),
+            Ok(Measured::Failover(d)) => state.probe_failover(d),
+            Ok(Measured::Expiry(d)) => state.probe_expiry(d),
             Err(e) => {
-                state.canary_failed();
+                state.probe_failed();
                 let message = describe(&settings.path, &e);
                 if failing.as_deref() != Some(message.as_str()) {
                     warn!(cluster = %cfg.name, "{message}");
@@ -215,7 +215,7 @@ pub async fn run(
             }
         }
         if failing.take().is_some() {
-            info!(cluster = %cfg.name, "failover canary works again");
+            info!(cluster = %cfg.name, "failover probe works again");
         }
     }
     p.clean_up().await;
