@@ -85,7 +85,7 @@ fn events_per_second(zk: &ZkServer) {
     let exporter = Exporter::start(&cluster_config(
         &zk.address(),
         &format!("{base}/*"),
-        "four_letter_words = { enabled = false }\nevent_log_size = 1000000",
+        "four_letter_words = { enabled = false }\ntimeline_size = 1000000",
     ));
     let log = temp_dir("bench-events").join("simulate.log");
     let mut sim = simulate(zk, &base)

@@ -61,7 +61,7 @@ pub async fn run(
     let stats = Arc::new(WebStats::new(cap as u64));
     let reloads = Arc::new(ReloadStats::new(std::time::SystemTime::now()));
     let mut agent = reload::Running::start(&config);
-    tokio::spawn(crate::timeline::run(
+    tokio::spawn(crate::timeline_log::run(
         agent.clusters.clone(),
         stop_rx.clone(),
     ));

@@ -44,7 +44,7 @@
 //! session; `/metrics` alone drives a source, the bounded four-letter-word
 //! collection, before it renders. [`alerting`] reads each cluster's alert
 //! conditions (decided in [`model::alerting`]) and pushes them to
-//! Alertmanager; [`timeline`] writes each timeline entry ([`model::events`])
+//! Alertmanager; [`timeline_log`] writes each timeline entry ([`model::timeline`])
 //! once as a log line and gives the models the time for entries time alone
 //! makes.
 //!
@@ -78,7 +78,7 @@ pub mod model;
 pub mod os;
 pub mod simulate;
 pub mod sources;
-pub mod timeline;
+pub mod timeline_log;
 
 /// Version, git revision, build date and compiler baked in at build time
 /// (build.rs), for `--version` and `zookeeper_exporter_build_info`.

@@ -59,11 +59,12 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     let exporter = Exporter::start(&cluster_config(
         &proxy.address(),
         &format!("{base}/*"),
-        "event_log_size = 1000\n[clusters.ghost_check]\ncons_interval = \"300ms\"\n",
+        "timeline_size = 1000\n[clusters.ghost_check]\ncons_interval = \"300ms\"\n",
     ));
     let small = Exporter::start(&cluster_config(
         &zk.address(),
         &format!("{base}/*"),
+        // The key's earlier name, still accepted.
         "event_log_size = 3\nfour_letter_words = { enabled = false }",
     ));
     for e in [&exporter, &small] {

@@ -57,7 +57,7 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
         cluster.four_letter_words.enabled,
     );
     model.limits = cluster.limits;
-    model.events = crate::model::events::EventLog::new(cluster.event_log_size);
+    model.timeline = crate::model::timeline::Timeline::new(cluster.timeline_size);
     model.discovery = cluster.discovery.enabled.then(Default::default);
     model.probe = cluster.probe.is_some().then(Default::default);
     model

@@ -4,19 +4,19 @@
 use serde::Serialize;
 
 use super::{rfc3339_millis, session_hex};
-use crate::model::events::{Event, MasterRef, What};
+use crate::model::timeline::{Event, Master, What};
 
 /// A master (or holder, or member) as the timeline names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Master {
+pub struct MasterBody {
     pub identity: String,
     pub node: String,
     /// The owner session, `0x…`.
     pub session: String,
 }
 
-impl Master {
-    pub fn of(m: &MasterRef) -> Self {
+impl MasterBody {
+    pub fn of(m: &Master) -> Self {
         Self {
             identity: m.identity.clone(),
             node: m.node.clone(),
@@ -39,7 +39,7 @@ pub struct EventBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub election: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<Option<Master>>,
+    pub from: Option<Option<MasterBody>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_seconds: Option<f64>,
     pub kind: &'static str,
@@ -53,7 +53,7 @@ pub struct EventBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub to: Option<Master>,
+    pub to: Option<MasterBody>,
 }
 
 impl EventBody {
@@ -72,11 +72,11 @@ impl EventBody {
             state: None,
             to: None,
         };
-        let some = |m: &MasterRef| Some(Some(Master::of(m)));
+        let some = |m: &Master| Some(Some(MasterBody::of(m)));
         match &e.what {
             What::Switch { from, to, cause } => {
-                body.from = Some(from.as_ref().map(Master::of));
-                body.to = Some(Master::of(to));
+                body.from = Some(from.as_ref().map(MasterBody::of));
+                body.to = Some(MasterBody::of(to));
                 body.cause = Some(cause.map(|c| c.label()));
             }
             What::MasterlessStarted { last, cause } => {
@@ -84,7 +84,7 @@ impl EventBody {
                 body.cause = Some(Some(cause.label()));
             }
             What::MasterlessEnded { lasted, to } => {
-                body.to = Some(Master::of(to));
+                body.to = Some(MasterBody::of(to));
                 body.masterless_seconds = Some(lasted.as_secs_f64());
             }
             What::GhostFlagged { master, liveness } => {
@@ -95,10 +95,10 @@ impl EventBody {
                 body.from = some(m);
             }
             What::LockAcquired { holder: m } | What::MemberJoined { member: m } => {
-                body.to = Some(Master::of(m));
+                body.to = Some(MasterBody::of(m));
             }
             What::LockHeldLong { holder, held } => {
-                body.to = Some(Master::of(holder));
+                body.to = Some(MasterBody::of(holder));
                 body.held_seconds = Some(held.as_secs_f64());
             }
             What::SessionLost { state, reason } => {
@@ -137,7 +137,7 @@ pub struct EventsBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::events::Cause;
+    use crate::model::timeline::Cause;
     use std::time::{Duration, SystemTime};
 
     fn event(election: &str, what: What) -> Event {
@@ -149,8 +149,8 @@ mod tests {
         }
     }
 
-    fn master(identity: &str, owner: i64) -> MasterRef {
-        MasterRef {
+    fn master(identity: &str, owner: i64) -> Master {
+        Master {
             node: "n_0000000001".into(),
             identity: identity.into(),
             owner,

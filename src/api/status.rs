@@ -142,7 +142,7 @@ impl ClusterStatus {
             elections_shown_of: shown_of,
             elections_watched: survey.total,
             events: c
-                .events
+                .timeline
                 .newest_first()
                 .take(EVENTS)
                 .map(|e| EventBody::of(&c.name, e))
@@ -193,7 +193,7 @@ fn election_rows(
             let tree = tree.as_elections();
             let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, election, now));
             let switches_last_hour = c
-                .events
+                .timeline
                 .newest_first()
                 .take_while(|e| e.at >= hour_ago)
                 .filter(|e| e.election == *path && e.what.kind() == "switch")

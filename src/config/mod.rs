@@ -147,7 +147,7 @@ pub struct ClusterConfig {
     /// Cardinality guard.
     pub limits: Limits,
     /// Timeline entries kept (`/api/v1/events`).
-    pub event_log_size: usize,
+    pub timeline_size: usize,
     pub discovery: DiscoveryConfig,
     pub ghost_check: GhostCheckConfig,
     /// Failover probe; `None` unless `[clusters.probe]` is configured.

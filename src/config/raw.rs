@@ -55,7 +55,9 @@ pub(super) struct RawCluster {
     pub(super) four_letter_words: Option<RawFourLetterWords>,
     pub(super) max_elections: Option<usize>,
     pub(super) max_tracked_elections: Option<usize>,
-    pub(super) event_log_size: Option<usize>,
+    /// `event_log_size`, its earlier name, is still accepted.
+    #[serde(alias = "event_log_size")]
+    pub(super) timeline_size: Option<usize>,
     pub(super) attention_window: Option<String>,
     pub(super) max_groups: Option<usize>,
     pub(super) max_locks: Option<usize>,

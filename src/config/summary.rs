@@ -100,8 +100,8 @@ fn cluster(o: &mut String, cl: &ClusterConfig) {
     );
     let _ = writeln!(
         o,
-        "max_elections = {}\nevent_log_size = {}",
-        cl.limits.max_elections, cl.event_log_size
+        "max_elections = {}\ntimeline_size = {}",
+        cl.limits.max_elections, cl.timeline_size
     );
     let trees = cl
         .elections

@@ -53,7 +53,7 @@ pub(super) async fn events(
                 return;
             }
             all.extend(
-                c.events
+                c.timeline
                     .newest_first()
                     .filter(|e| election.is_none_or(|p| *p == e.election))
                     .take_while(|e| since.is_none_or(|s| e.at >= s))

@@ -275,10 +275,10 @@ fn render_endpoints(out: &mut String, metrics: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::events::Master;
+    use crate::api::events::MasterBody;
 
     fn hostile() -> StatusBody {
-        let master = Master {
+        let master = MasterBody {
             identity: "<script>document.title='pwned'</script>".into(),
             node: "n_0000000001".into(),
             session: "0x1".into(),

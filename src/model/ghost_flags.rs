@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::cluster::ClusterState;
 use super::ensemble::ServerPoll;
-use super::events::{MasterRef, What};
 use super::ghost::{Liveness, Round, SessionTracker};
+use super::timeline::{Master, What};
 
 impl ClusterState {
     /// Masters whose session the ghost check show as a ghost, by election,
     /// with how (`disconnected`, `silent`).
-    pub fn ghost_masters(&self) -> BTreeMap<String, (MasterRef, &'static str)> {
+    pub fn ghost_masters(&self) -> BTreeMap<String, (Master, &'static str)> {
         let mut out = BTreeMap::new();
         let Some(tracker) = &self.ghost else {
             return out;
@@ -30,7 +30,7 @@ impl ClusterState {
                     Some(Liveness::Silent { .. }) => "silent",
                     _ => continue,
                 };
-                out.insert(path.to_owned(), (MasterRef::of(&m), how));
+                out.insert(path.to_owned(), (Master::of(&m), how));
             }
         }
         out
@@ -62,7 +62,7 @@ impl ClusterState {
                     master: master.clone(),
                     liveness,
                 };
-                self.events.push(at, election.clone(), what);
+                self.timeline.push(at, election.clone(), what);
             }
         }
         for (election, (master, _)) in before {
@@ -72,7 +72,7 @@ impl ClusterState {
                     .is_some_and(|m| m.node == master.node && m.owner == master.owner)
             });
             if still && !after.contains_key(&election) {
-                self.events
+                self.timeline
                     .push(at, election, What::GhostCleared { master });
             }
         }

@@ -3,7 +3,7 @@
 //! member. Unlike elections there is no order and no master; what matters
 //! is how many members are alive, which, and how often they come and go.
 
-use super::events::{MasterRef, What};
+use super::timeline::{Master, What};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidate::IdentityMode;
@@ -136,7 +136,7 @@ impl GroupTree {
         if !self.spec.export_members {
             return;
         }
-        let named = |m: Member| MasterRef {
+        let named = |m: Member| Master {
             node: m.name.clone(),
             identity: m.name,
             owner: m.owner,

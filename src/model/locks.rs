@@ -11,7 +11,7 @@
 //! election), and its end does not enter the hold-duration histogram, which
 //! only takes holds whose start was seen as it happened.
 
-use super::events::{MasterRef, What};
+use super::timeline::{Master, What};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -239,7 +239,7 @@ impl LockTree {
                         .iter()
                         .find(|((_, n), _)| n == holder)
                         .map_or(0, |(_, c)| c.owner);
-                    let holder = MasterRef {
+                    let holder = Master {
                         node: holder.clone(),
                         identity: holder.clone(),
                         owner,
@@ -262,7 +262,7 @@ impl LockTree {
 
     fn acquired(&mut self, lock: &str, holders: Vec<(String, i64)>) {
         for (node, owner) in holders {
-            let holder = MasterRef {
+            let holder = Master {
                 identity: node.clone(),
                 node,
                 owner,

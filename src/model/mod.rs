@@ -11,7 +11,6 @@ pub mod content;
 pub mod election;
 pub mod election_tree;
 pub mod ensemble;
-pub mod events;
 pub mod ghost;
 pub mod ghost_flags;
 pub mod groups;
@@ -24,6 +23,7 @@ pub mod reload;
 pub mod roster;
 pub mod session;
 pub mod shared;
+pub mod timeline;
 pub mod tree;
 pub mod web;
 

@@ -13,10 +13,10 @@ use super::alerting::Reading;
 use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::ensemble::ServerPoll;
-use super::events::Event;
 use super::ghost::Round;
 use super::now::Now;
 use super::session::SessionState;
+use super::timeline::Event;
 use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
 
 /// A cluster's models behind one lock. Writers hold it only to apply data
@@ -284,7 +284,7 @@ impl SharedCluster {
         let mut g = self.write();
         g.tick(now);
         let from = after(&g.name);
-        let new = g.events.after(from).cloned().collect();
+        let new = g.timeline.after(from).cloned().collect();
         (g.name.clone(), new)
     }
 

@@ -194,7 +194,7 @@ impl Tree {
     }
 
     /// Timeline entries of the tree since the last call.
-    pub fn take_events(&mut self) -> Vec<(String, super::events::What)> {
+    pub fn take_events(&mut self) -> Vec<(String, super::timeline::What)> {
         match &mut self.kind {
             TreeKind::Elections(e) => e.take_events(),
             TreeKind::Groups(g) => g.take_events(),

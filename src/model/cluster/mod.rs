@@ -14,7 +14,7 @@ use super::{carry, ghost, histogram, session, tree};
 pub struct ClusterState {
     pub name: String,
     /// The timeline of switches, masterless periods and session losses.
-    pub events: super::events::EventLog,
+    pub timeline: super::timeline::Timeline,
     pub session: session::Session,
     pub trees: Vec<tree::Tree>,
     /// Four-letter-word view of the members; `None` when polling is off.
@@ -144,7 +144,7 @@ impl ClusterState {
             dropped_reported: false,
             discovery: None,
             ghost: None,
-            events: Default::default(),
+            timeline: Default::default(),
             parent_watchers: None,
             probe: None,
         }
@@ -156,7 +156,7 @@ impl ClusterState {
     pub fn adopt(&mut self, old: ClusterState, keep_found: bool) {
         let configured = std::mem::take(&mut self.trees);
         self.trees = carry::trees(old.trees, configured, keep_found, carry::Session::New);
-        self.events = old.events;
+        self.timeline = old.timeline;
         self.session = old.session;
         if let (Some(new), Some(earlier)) = (&mut self.ensemble, &old.ensemble) {
             new.follow(earlier.generation());
@@ -288,7 +288,7 @@ impl ClusterState {
     /// deleted master whose session the ghost check had seen disconnected
     /// or silent went by session expiry.
     fn take_events(&mut self, now: crate::model::Now) {
-        use super::events::{Cause, What};
+        use super::timeline::{Cause, What};
         for i in 0..self.trees.len() {
             for (election, mut what) in self.trees[i].take_events() {
                 let owner = match &what {
@@ -312,7 +312,7 @@ impl ClusterState {
                         _ => {}
                     }
                 }
-                self.events.push(now.wall, election, what);
+                self.timeline.push(now.wall, election, what);
             }
         }
     }
@@ -327,8 +327,8 @@ impl ClusterState {
     }
 
     /// A timeline entry of the agent's own (its session).
-    pub fn note(&mut self, at: std::time::SystemTime, what: super::events::What) {
-        self.events.push(at, String::new(), what);
+    pub fn note(&mut self, at: std::time::SystemTime, what: super::timeline::What) {
+        self.timeline.push(at, String::new(), what);
     }
 
     /// A node matching tree `id`'s glob appeared; admitted if there is
@@ -419,8 +419,8 @@ impl ClusterState {
     /// A new client holds a session; after a loss the timeline says the
     /// session is restored.
     pub fn session_started(&mut self, id: i64, timeout: Duration, at: std::time::SystemTime) {
-        if !self.session.is_connected() && self.events.last_seq() > 0 {
-            self.note(at, super::events::What::SessionRestored);
+        if !self.session.is_connected() && self.timeline.last_seq() > 0 {
+            self.note(at, super::timeline::What::SessionRestored);
         }
         self.session.id = Some(id);
         self.session.timeout = Some(timeout);
@@ -436,7 +436,7 @@ impl ClusterState {
     ) {
         if after_disconnect {
             self.session.reconnects += 1;
-            self.note(at, super::events::What::SessionRestored);
+            self.note(at, super::timeline::What::SessionRestored);
         }
         let state = if read_only {
             session::SessionState::ReadOnly
@@ -456,7 +456,7 @@ impl ClusterState {
         at: std::time::SystemTime,
     ) {
         let reason = error.into();
-        let what = super::events::What::SessionLost {
+        let what = super::timeline::What::SessionLost {
             state: state.label(),
             reason: reason.clone(),
         };

@@ -93,7 +93,7 @@ pub struct Election {
     candidates: Vec<Slot>,
     /// The last master seen, kept through masterless gaps so the next
     /// master counts as a switch.
-    last_master: Option<Incarnation>,
+    last_master: Option<LastMaster>,
     master_since: Option<SystemTime>,
     changes: u64,
     joins: u64,
@@ -113,13 +113,13 @@ pub struct Election {
 /// (or at another time) is another master. The name is kept as a hash: it
 /// is only ever compared, and a copy would double the master's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Incarnation {
+struct LastMaster {
     name_hash: u64,
     owner: i64,
     ctime_ms: i64,
 }
 
-impl Incarnation {
+impl LastMaster {
     fn of(slot: &Slot) -> Self {
         Self {
             name_hash: name_hash(&slot.name),
@@ -174,7 +174,7 @@ impl Election {
         election.candidates.shrink_to_fit();
         election.count_duplicates();
         if let Some(slot) = election.candidates.first() {
-            election.last_master = Some(Incarnation::of(slot));
+            election.last_master = Some(LastMaster::of(slot));
             election.master_since = Some(slot.ctime());
         } else {
             election.masterless_since = Some(now.mono);
@@ -297,7 +297,7 @@ impl Election {
                             self.noticed = Some(now.mono);
                         }
                     }
-                    self.last_master = Some(Incarnation::of(slot));
+                    self.last_master = Some(LastMaster::of(slot));
                     self.master_since = Some(now.wall);
                 }
                 if let Some(start) = self.masterless_since.take() {

@@ -11,7 +11,7 @@
 //!   keyed by the node's own path; it is masterless while the node is
 //!   absent, and a re-created node is a switch.
 
-use super::events::{Cause, MasterRef, What, election_events};
+use super::timeline::{Cause, Master, What, election_events};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
@@ -405,7 +405,7 @@ impl TreeContent for ElectionTree {
                     let election = std::mem::replace(&mut entry.election, Election::new([], now));
                     let mut fresh = Entry::new(election, others, facts);
                     let before = fresh.election.candidate_count();
-                    let was = fresh.election.master().map(|m| MasterRef::of(&m));
+                    let was = fresh.election.master().map(|m| Master::of(&m));
                     let outcome = fresh.election.resync(candidates, now);
                     let is = fresh.election.master();
                     let what = election_events(was, is, &outcome, Cause::DuringOutage);
@@ -477,7 +477,7 @@ impl TreeContent for ElectionTree {
         match candidate {
             Some(c) => {
                 let before = entry.election.candidate_count();
-                let was = entry.election.master().map(|m| MasterRef::of(&m));
+                let was = entry.election.master().map(|m| Master::of(&m));
                 let outcome = entry.election.join(c, now);
                 let what =
                     election_events(was, entry.election.master(), &outcome, Cause::Preempted);
@@ -518,7 +518,7 @@ impl TreeContent for ElectionTree {
         }
         if let Some(seq) = sequence {
             let before = entry.election.candidate_count();
-            let was = entry.election.master().map(|m| MasterRef::of(&m));
+            let was = entry.election.master().map(|m| Master::of(&m));
             let outcome = entry.election.leave(name, seq, now);
             let what = election_events(was, entry.election.master(), &outcome, Cause::NodeDeleted);
             notice_shortfall(&self.spec, &mut entry.election, before, now);

@@ -11,14 +11,14 @@ use super::election::{MasterView, Outcome};
 
 /// A master as the timeline names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MasterRef {
+pub struct Master {
     pub node: String,
     pub identity: String,
     /// Owner session (0: a persistent node).
     pub owner: i64,
 }
 
-impl MasterRef {
+impl Master {
     pub fn of(view: &MasterView<'_>) -> Self {
         Self {
             node: view.node.to_owned(),
@@ -60,30 +60,30 @@ pub enum What {
     /// Mastership moved. `from` is `None` after a masterless period (its
     /// start names the last master).
     Switch {
-        from: Option<MasterRef>,
-        to: MasterRef,
+        from: Option<Master>,
+        to: Master,
         cause: Option<Cause>,
     },
     /// The last candidate went.
-    MasterlessStarted { last: MasterRef, cause: Cause },
+    MasterlessStarted { last: Master, cause: Cause },
     /// A candidate arrived after `lasted` without a master.
-    MasterlessEnded { lasted: Duration, to: MasterRef },
+    MasterlessEnded { lasted: Duration, to: Master },
     /// The ghost check showed the master's session disconnected or
     /// silent (`liveness`): it holds mastership it may not exercise.
     GhostFlagged {
-        master: MasterRef,
+        master: Master,
         liveness: &'static str,
     },
     /// The same master's session is healthy again.
-    GhostCleared { master: MasterRef },
+    GhostCleared { master: Master },
     /// A lock's holder changed: `holder` holds it now (node, owner).
-    LockAcquired { holder: MasterRef },
+    LockAcquired { holder: Master },
     /// A hold passed the lock tree's `max_hold`.
-    LockHeldLong { holder: MasterRef, held: Duration },
+    LockHeldLong { holder: Master, held: Duration },
     /// A member registered in a group that exports its members.
-    MemberJoined { member: MasterRef },
+    MemberJoined { member: Master },
     /// A member of such a group went.
-    MemberLeft { member: MasterRef },
+    MemberLeft { member: Master },
     /// The agent's own session stopped reflecting ZooKeeper.
     SessionLost { state: &'static str, reason: String },
     /// The agent's session is connected again.
@@ -122,19 +122,19 @@ pub struct Event {
 
 /// A bounded ring of events, oldest dropped first.
 #[derive(Debug, Clone)]
-pub struct EventLog {
+pub struct Timeline {
     cap: usize,
     ring: VecDeque<Event>,
     next: u64,
 }
 
-impl Default for EventLog {
+impl Default for Timeline {
     fn default() -> Self {
         Self::new(10_000)
     }
 }
 
-impl EventLog {
+impl Timeline {
     pub fn new(cap: usize) -> Self {
         Self {
             cap: cap.max(1),
@@ -183,12 +183,12 @@ impl EventLog {
 /// The events of one change to an election: `before` was master before
 /// it, `after` is now; `cause` says how a departing master went.
 pub fn election_events(
-    before: Option<MasterRef>,
+    before: Option<Master>,
     after: Option<MasterView<'_>>,
     outcome: &Outcome,
     cause: Cause,
 ) -> Vec<What> {
-    let after = after.as_ref().map(MasterRef::of);
+    let after = after.as_ref().map(Master::of);
     let mut events = Vec::new();
     if let (Some(lasted), Some(to)) = (outcome.masterless_ended, &after) {
         events.push(What::MasterlessEnded {
@@ -211,8 +211,8 @@ pub fn election_events(
 mod tests {
     use super::*;
 
-    fn master(name: &str) -> MasterRef {
-        MasterRef {
+    fn master(name: &str) -> Master {
+        Master {
             node: name.into(),
             identity: format!("id-{name}"),
             owner: 7,
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn the_ring_keeps_the_newest_and_numbers_every_event() {
-        let mut log = EventLog::new(3);
+        let mut log = Timeline::new(3);
         let t = SystemTime::UNIX_EPOCH;
         for i in 0..5 {
             log.push(t, format!("/e{i}"), What::SessionRestored);
