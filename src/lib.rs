@@ -28,25 +28,33 @@
 //! failures and reply parsers, shared by sources and models.
 //!
 //! **Models** ([`model`]) are plain data with no I/O and no clock: events and
-//! a timestamp go in. A master switch is decided in [`model::election`]
+//! a [`model::Now`] go in. A master switch is decided in [`model::election`]
 //! (lowest sequence is master; a different node becoming master is a
-//! switch); a tree's content is one [`model::content::TreeContent`]
-//! (elections, groups); [`model::ghost`] judges owner sessions from
-//! evidence; [`model::cluster`] holds one cluster and the events sources
-//! report; [`model::shared`] is its locked face.
+//! switch); a tree of elections is a [`model::election_tree`], and a tree's
+//! content is one [`model::content::TreeContent`] (elections, groups,
+//! locks); [`model::ghost`] judges owner sessions from evidence and
+//! [`model::ghost_flags`] turns its rounds into ghost flags;
+//! [`model::cluster`] holds one cluster and applies the changes sources
+//! report (trees addressed by [`model::tree::TreeId`]); [`model::timeline`]
+//! keeps its events; [`model::shared`] is its locked face, whose verbs
+//! take the lock once each, writers' and readers' alike.
 //!
-//! **Outputs** read the models: [`metrics`] renders `/metrics` at scrape
+//! **Outputs** read the models, through [`model::SharedCluster`]'s read
+//! verbs (`view`, `alert_reading`, `tick`; `/metrics` holds one read guard
+//! per cluster for a scrape): [`metrics`] renders `/metrics` at scrape
 //! time, one encoder per model, every family name (`zookeeper_up`, …) in
-//! [`metrics::names`]; [`http`] serves it and the other endpoints: `/`
-//! (the status page) and `/api/v1/status`, `/healthz`, `/ready`,
-//! `/api/v1/trees`, `/api/v1/elections/{path}`, `/api/v1/events` (the
-//! timeline) and `POST /-/reload`. No handler waits on the ZooKeeper
-//! session; `/metrics` alone drives a source, the bounded four-letter-word
-//! collection, before it renders. [`alerting`] reads each cluster's alert
-//! conditions (decided in [`model::alerting`]) and pushes them to
-//! Alertmanager; [`timeline_log`] writes each timeline entry ([`model::timeline`])
-//! once as a log line and gives the models the time for entries time alone
-//! makes.
+//! [`metrics::names`]; [`api`] holds every JSON body as a type (the API,
+//! the status page's data, the timeline's log fields, the pushed alerts);
+//! [`http`] serves `/metrics` and the other endpoints: `/` (the status
+//! page, rendered from [`api::status`]) and `/api/v1/status`, `/healthz`,
+//! `/ready`, `/api/v1/trees`, `/api/v1/elections/{path}`, `/api/v1/events`
+//! (the timeline) and `POST /-/reload`. No handler waits on the ZooKeeper
+//! session; `/metrics` alone drives a source, the bounded
+//! four-letter-word collection, before it renders. [`alerting`] reads each
+//! cluster's alert conditions (decided in [`model::alerting`]) and pushes
+//! them to Alertmanager, one delivery per Alertmanager;
+//! [`timeline_log`] writes each timeline event once as a log line and
+//! gives the models the time for events time alone makes.
 //!
 //! Beside the layers: [`logging`] sets up the log format and level,
 //! [`simulate`] is the load generator behind `zk-election-exporter
@@ -57,9 +65,12 @@
 //! Where one thing lives: a switch is decided in [`model::election`]; a
 //! metric is named in [`metrics::names`]; a four-letter-word reply enters
 //! in [`sources::fourlw`] and is parsed in [`fourlw::parse`]; an alert is
-//! pushed by [`alerting`]; a tree's glob (and what it excludes) is made in
-//! [`model::pattern`]; which trees discovery may take is judged in
-//! [`sources::discovery`].
+//! decided in [`model::alerting`] and pushed by [`alerting`] (its body in
+//! [`api::alerts`]); a tree's identity is made in [`model::tree::TreeId`]
+//! (from the configuration's fingerprints, [`config`]'s `tree_ids`); a
+//! tree's glob (and what it excludes) is made in [`model::pattern`];
+//! which trees discovery may take is judged in [`sources::discovery`]; a
+//! JSON field is named in [`api`].
 //!
 //! [`ask`]: sources::fourlw::ask
 

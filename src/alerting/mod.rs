@@ -6,7 +6,7 @@
 //! one another: a hung Alertmanager delays nothing else.
 //!
 //! What the [`Book`] decides (what fires, what resolved) is pure; this
-//! module is its I/O: one [`Delivery`] per Alertmanager says when a send is
+//! module is its I/O: one `Delivery` per Alertmanager says when a send is
 //! due and what it owes, and the bodies are [`crate::api::alerts`]'s.
 
 pub mod client;

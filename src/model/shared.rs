@@ -149,8 +149,8 @@ impl SharedCluster {
     }
 
     /// The listing of tree `id` given in parts is complete: parents for
-    /// which `listed` is false are gone. Says what [`tree_listed`]
-    /// (Self::tree_listed) says.
+    /// which `listed` is false are gone. Says what
+    /// [`tree_listed`](Self::tree_listed) says.
     pub fn tree_listing_done(&self, id: TreeId, listed: &dyn Fn(&str) -> bool) -> Listed {
         let mut g = self.write();
         let recovered = g.tree(id).is_some_and(|t| t.sync_error().is_some());

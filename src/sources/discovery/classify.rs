@@ -46,7 +46,7 @@ pub struct Walk {
     pub requests: usize,
     pub operations: usize,
     /// The first children (by name) of every election, lock and group
-    /// found: what [`confirm`] reads again for evidence that they last.
+    /// found: what [`confirm`](super::confirm) reads again for evidence that they last.
     pub sampled: BTreeMap<String, Vec<String>>,
 }
 

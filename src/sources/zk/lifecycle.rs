@@ -1,5 +1,5 @@
 //! One cluster's clients, one after another: connect with capped, jittered
-//! backoff, run a [`Session`] until its client's life ends (expiry, auth
+//! backoff, run a `Session` until its client's life ends (expiry, auth
 //! failure, close), build the next. Tree changes from a reload
 //! ([`TreePlan`]) reach the running session, or the models while none runs.
 
