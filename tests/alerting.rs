@@ -165,6 +165,20 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
             n => Ok(n),
         }
     });
+    // The page links the runbook the rule's copy links (absolute).
+    let runbook = got
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|n| n["status"] == "firing")
+        .map(|n| n["commonAnnotations"]["runbook_url"].clone());
+    assert_eq!(
+        runbook,
+        Some(Value::from(format!(
+            "{}#zookeeperelectionnomaster",
+            zk_election_exporter::config::alerting::DEFAULT_RUNBOOK_URL
+        )))
+    );
 
     // Alertmanager restarts (alerts are not persisted): the resend brings
     // the alert back.

@@ -293,3 +293,15 @@ fn every_runbook_url_is_absolute_and_its_anchor_exists() {
     }
     assert!(checked >= 36, "{checked} alerts");
 }
+
+/// The agent pushes its own copy of some alerts; both copies must link the
+/// same runbook, so the agent's default is the mixin's.
+#[test]
+fn pushed_alerts_link_the_runbooks_the_rules_link() {
+    let url = mixin_with("", "_config");
+    assert_eq!(
+        url["runbookURL"],
+        zk_election_exporter::config::alerting::DEFAULT_RUNBOOK_URL,
+        "[alerting] runbook_url's default differs from the mixin's _config.runbookURL"
+    );
+}

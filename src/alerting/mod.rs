@@ -229,6 +229,7 @@ impl Pusher {
         let cx = Context {
             external_labels: &self.cfg.external_labels,
             generator_url: self.cfg.generator_url.as_deref(),
+            runbook_url: &self.cfg.runbook_url,
         };
         for (i, d) in self.deliveries.iter_mut().enumerate() {
             let (due, dropped) = d.due(&self.book, now, wall, self.cfg.resend_interval);

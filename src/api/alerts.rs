@@ -35,6 +35,8 @@ pub struct Annotations {
 pub struct Context<'a> {
     pub external_labels: &'a BTreeMap<String, String>,
     pub generator_url: Option<&'a str>,
+    /// Where `docs/runbooks.md` is published.
+    pub runbook_url: &'a str,
 }
 
 impl PostableAlert {
@@ -69,7 +71,7 @@ impl PostableAlert {
         Self {
             annotations: Annotations {
                 description: fill(description, cluster, election, firing.value),
-                runbook_url: format!("docs/runbooks.md#{}", kind.anchor()),
+                runbook_url: format!("{}#{}", cx.runbook_url, kind.anchor()),
                 summary: fill(summary, cluster, election, firing.value),
             },
             ends_at: rfc3339_millis(ends),
@@ -95,6 +97,7 @@ mod tests {
         let cx = Context {
             external_labels: &external,
             generator_url: Some("http://agent:9141/"),
+            runbook_url: "https://runbooks.example/zk.md",
         };
         let now = Instant::now();
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
@@ -139,11 +142,9 @@ mod tests {
             json["generatorURL"],
             "http://agent:9141/api/v1/elections/bots/bot_1?cluster=prod"
         );
-        assert!(
-            json["annotations"]["runbook_url"]
-                .as_str()
-                .unwrap()
-                .ends_with("#zookeeperelectionnomaster")
+        assert_eq!(
+            json["annotations"]["runbook_url"],
+            "https://runbooks.example/zk.md#zookeeperelectionnomaster"
         );
         let session = (Kind::SessionDown, "prod".to_owned(), String::new());
         let cx = Context {

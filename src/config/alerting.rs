@@ -13,6 +13,12 @@ use super::ConfigError;
 use super::raw::{RawAlerting, RawAlertmanager, RawAlertmanagerTable};
 use super::validate::{AT_LEAST_100MS, bounded_duration};
 
+/// Where the runbooks are published unless `runbook_url` says otherwise:
+/// the same address as the mixin's `_config.runbookURL` (a test holds the
+/// two together).
+pub const DEFAULT_RUNBOOK_URL: &str =
+    "https://github.com/zk-election-exporter/zk-election-exporter/blob/main/docs/runbooks.md";
+
 /// Where and how alerts are pushed.
 #[derive(Debug, Clone)]
 pub struct AlertingConfig {
@@ -28,6 +34,10 @@ pub struct AlertingConfig {
     pub external_labels: BTreeMap<String, String>,
     /// Base of each alert's `generatorURL`.
     pub generator_url: Option<String>,
+    /// Where `docs/runbooks.md` is published: each pushed alert links to
+    /// `<runbook_url>#<alertname in lower case>`, as the mixin's rules do
+    /// (`_config.runbookURL`), so both copies of an alert link alike.
+    pub runbook_url: String,
     /// Alerts per cluster at most; more are dropped and counted.
     pub max_alerts: usize,
 }
@@ -110,13 +120,18 @@ pub(super) fn validate_alerting(
             ));
         }
     }
-    if let Some(url) = &raw.generator_url
-        && !(url.starts_with("http://") || url.starts_with("https://"))
-    {
-        return Err(ConfigError::new(
-            "alerting.generator_url",
-            format!("`{url}` is not an http:// or https:// URL"),
-        ));
+    for (key, url) in [
+        ("alerting.generator_url", &raw.generator_url),
+        ("alerting.runbook_url", &raw.runbook_url),
+    ] {
+        if let Some(url) = url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(ConfigError::new(
+                key,
+                format!("`{url}` is not an http:// or https:// URL"),
+            ));
+        }
     }
     Ok(Some(AlertingConfig {
         alertmanagers,
@@ -125,6 +140,9 @@ pub(super) fn validate_alerting(
         session_lost_for,
         external_labels,
         generator_url: raw.generator_url,
+        runbook_url: raw
+            .runbook_url
+            .unwrap_or_else(|| DEFAULT_RUNBOOK_URL.to_owned()),
         max_alerts: raw.max_alerts.unwrap_or(1000).max(1),
     }))
 }

@@ -112,6 +112,7 @@ pub const ENV_KEYS: &[&str] = &[
     "alerting__no_master_for",
     "alerting__session_lost_for",
     "alerting__generator_url",
+    "alerting__runbook_url",
     "alerting__max_alerts",
 ];
 

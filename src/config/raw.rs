@@ -181,6 +181,7 @@ pub(super) struct RawAlerting {
     pub(super) session_lost_for: Option<String>,
     pub(super) external_labels: Option<BTreeMap<String, String>>,
     pub(super) generator_url: Option<String>,
+    pub(super) runbook_url: Option<String>,
     pub(super) max_alerts: Option<usize>,
 }
 

@@ -122,10 +122,11 @@ fn alerting(o: &mut String, a: &AlertingConfig) {
     let urls: Vec<&str> = a.alertmanagers.iter().map(|t| t.url.as_str()).collect();
     let _ = writeln!(
         o,
-        "\n[alerting]\nalertmanagers = {urls:?}\nno_master_for = \"{}\"\nresend_interval = \"{}\"\nsession_lost_for = \"{}\"\nexternal_labels = {:?}",
+        "\n[alerting]\nalertmanagers = {urls:?}\nno_master_for = \"{}\"\nresend_interval = \"{}\"\nsession_lost_for = \"{}\"\nexternal_labels = {:?}\nrunbook_url = \"{}\"",
         d(a.no_master_for),
         d(a.resend_interval),
         d(a.session_lost_for),
-        a.external_labels
+        a.external_labels,
+        a.runbook_url
     );
 }
