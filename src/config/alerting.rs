@@ -53,6 +53,8 @@ pub struct AlertmanagerTarget {
     pub path: String,
     /// TLS with this CA when the URL is `https://`.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where that CA came from (`check-config`).
+    pub ca_file: Option<PathBuf>,
     pub basic_auth: Option<(String, PathBuf)>,
     pub bearer_token_file: Option<PathBuf>,
     /// Bound on one POST.
@@ -232,6 +234,7 @@ fn target(key: &str, raw: RawAlertmanager) -> Result<AlertmanagerTarget, ConfigE
         authority,
         path: path.to_owned(),
         tls,
+        ca_file: t.ca_file.clone(),
         basic_auth: t.basic_auth.map(|b| (b.username, b.password_file)),
         bearer_token_file: t.bearer_token_file,
         timeout: bounded_duration(

@@ -32,6 +32,8 @@ pub struct ZkTls {
     pub client: Arc<rustls::ClientConfig>,
     /// Where the CA came from, for messages.
     pub ca_file: PathBuf,
+    /// Where the client certificate and its key came from (`check-config`).
+    pub identity_files: Option<(PathBuf, PathBuf)>,
 }
 
 impl fmt::Debug for ZkTls {
@@ -121,6 +123,7 @@ pub(super) fn validate_tls(key: &str, raw: RawZkTls) -> Result<ZkTls, ConfigErro
             format!("{} holds no PEM certificate", ca_file.display()),
         ));
     }
+    let identity_files = raw.cert_file.clone().zip(raw.key_file.clone());
     let identity = match (raw.cert_file, raw.key_file) {
         (None, None) => None,
         (Some(c), Some(k)) => Some((read("cert_file", &c)?, read("key_file", &k)?)),
@@ -180,6 +183,7 @@ pub(super) fn validate_tls(key: &str, raw: RawZkTls) -> Result<ZkTls, ConfigErro
         server_name: raw.server_name,
         client: Arc::new(client),
         ca_file,
+        identity_files,
     };
     // The library parses the same PEM again; refuse what it refuses now.
     tls.session_options()

@@ -108,6 +108,23 @@ pub enum IdentityMode {
 }
 
 impl IdentityMode {
+    /// The mode as the configuration spells it: what [`parse`](Self::parse)
+    /// reads back to the same mode.
+    pub fn spec(&self) -> String {
+        match self {
+            Self::Data => "data".into(),
+            Self::Node => "node".into(),
+            Self::JsonPointer(pointer) => format!("json:{pointer}"),
+            Self::Regex(regex) => format!("regex:{}", regex.as_str()),
+            Self::Protobuf(path) => {
+                let fields: Vec<String> = path.iter().map(u64::to_string).collect();
+                format!("protobuf:{}", fields.join("."))
+            }
+            Self::Hbase => "hbase".into(),
+            Self::Hdfs => "hdfs".into(),
+        }
+    }
+
     /// Parses `data`, `node`, `json:/pointer`, `regex:PATTERN`,
     /// `protobuf:N[.N…]`, `hbase` or `hdfs`.
     pub fn parse(spec: &str) -> Result<Self, String> {

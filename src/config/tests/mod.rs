@@ -481,3 +481,5 @@ fn earlier_key_names_are_still_accepted() {
         "a key and its earlier name together"
     );
 }
+
+mod summary;
