@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -16,6 +16,12 @@ ensure_packages() {
       chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
       jsonnet) command -v jsonnet >/dev/null 2>&1 || missing+=(jsonnet) ;;
       systemd-analyze) command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd) ;;
+      # Patroni with its ZooKeeper client, and PostgreSQL's server.
+      patroni)
+        command -v patroni >/dev/null 2>&1 || missing+=(patroni)
+        python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
+        ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+        ;;
     esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -193,7 +193,7 @@ impl ElectionBody {
             })
             .collect();
         Some(Self {
-            candidate_count: c.candidates_of(elections, election),
+            candidate_count: c.candidates_of(elections, path, election),
             candidates,
             cluster: c.name.clone(),
             duplicate_identities: election.duplicate_identities(),
@@ -205,7 +205,7 @@ impl ElectionBody {
             master_changes: election.changes(),
             masterless_seconds_total: election.masterless_total(now).as_secs_f64(),
             record: elections.record(path).map(str::to_owned),
-            state: c.state_of(elections, election, now).label(),
+            state: c.state_of(elections, path, election, now).label(),
             style: style_label(&elections.spec().style),
             synced: tree.synced(),
             tree: tree.pattern().as_str().to_owned(),

@@ -191,7 +191,7 @@ fn election_rows(
         .iter()
         .map(|(tree, path, election)| {
             let tree = tree.as_elections();
-            let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, election, now));
+            let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, path, election, now));
             let switches_last_hour = c
                 .timeline
                 .newest_first()
@@ -200,7 +200,7 @@ fn election_rows(
                 .count();
             let master = election.master();
             let row = ElectionRow {
-                candidates: tree.and_then(|t| c.candidates_of(t, election)),
+                candidates: tree.and_then(|t| c.candidates_of(t, path, election)),
                 election: (*path).to_owned(),
                 ghost: state == ElectionState::Ghost,
                 master: master.as_ref().map(|m| m.identity.to_owned()),

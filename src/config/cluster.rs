@@ -10,7 +10,7 @@ use super::validate::*;
 use super::*;
 use crate::model::Limits;
 use crate::model::candidate::IdentityMode;
-use crate::model::election_tree::{ElectionSpec, NodeSpec, Style};
+use crate::model::election_tree::{ElectionSpec, NodeSpec, Standbys, Style};
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::tree::TreePattern;
@@ -193,13 +193,14 @@ pub(super) fn validate_trees(
     let mut groups = validate_groups(key, groups)?;
     for e in &elections {
         if let Style::Node(NodeSpec {
-            standbys: Some(path),
+            standbys: Some(standbys),
             ..
         }) = &e.spec.style
+            && let path = standbys.registry_of(e.pattern.as_str())
             && !groups.iter().any(|g| g.pattern.as_str() == path)
         {
             groups.push(GroupConfig {
-                pattern: TreePattern::parse(path)
+                pattern: TreePattern::parse(&path)
                     .map_err(|m| ConfigError::new(format!("{key}.elections"), m))?,
                 spec: GroupSpec::discovered(),
             });
@@ -363,16 +364,24 @@ fn node_style(
         .transpose()?;
     let standbys = match &e.standbys {
         None => None,
+        // Beside each election's node: every election has its own.
+        Some(path)
+            if TreePattern::split_node(path)
+                .is_ok_and(|(parent, _)| parent.same_nodes(pattern)) =>
+        {
+            let name = sibling(format!("{ekey}.standbys"), path, pattern, &e.path)?;
+            Some(Standbys::Sibling(name))
+        }
         Some(path) => {
             let key = format!("{ekey}.standbys");
             let registry = TreePattern::parse(path).map_err(|m| ConfigError::new(&key, m))?;
             if !registry.is_single() || !pattern.is_single() {
                 return Err(ConfigError::new(
                     key,
-                    "applies to a single election (no `*` in path) and names one registry (no `*`)",
+                    "names a sibling of the election node, or one registry (no `*`) of a single election (no `*` in path)",
                 ));
             }
-            Some(path.clone())
+            Some(Standbys::Registry(path.clone()))
         }
     };
     Ok(Style::Node(NodeSpec {

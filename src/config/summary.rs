@@ -242,7 +242,7 @@ fn election(o: &mut String, e: &ElectionConfig) {
                 let _ = writeln!(o, "epoch = {}", q(&format!("{parent}/{epoch}")));
             }
             if let Some(standbys) = &n.standbys {
-                let _ = writeln!(o, "standbys = {}", q(standbys));
+                let _ = writeln!(o, "standbys = {}", q(&standbys.registry_of(path)));
             }
             parent
         }

@@ -6,11 +6,12 @@ use super::ConfigError;
 use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
 
 /// The systems known, with the root their znodes live under by default.
-pub const KINDS: [(&str, &str); 4] = [
+pub const KINDS: [(&str, &str); 5] = [
     ("kafka", "/"),
     ("hbase", "/hbase"),
     ("hdfs", "/hadoop-ha"),
     ("solr", "/"),
+    ("patroni", "/service"),
 ];
 
 fn under(root: &str, rest: &str) -> String {
@@ -94,6 +95,14 @@ pub(super) fn expand(
                     identity: Some("hdfs".into()),
                 }),
                 ..node(under(&root, "/*/ActiveStandbyElectorLock"), "hdfs")
+            }),
+            // Every scope under the namespace: the leader key (EPHEMERAL,
+            // data = the leader's member name) and the members beside it
+            // (one EPHEMERAL node per running member, the leader's too;
+            // Patroni 3.0).
+            "patroni" => elections.push(RawElection {
+                standbys: Some(under(&root, "/*/members")),
+                ..node(under(&root, "/*/leader"), "data")
             }),
             // The overseer election with the overseer's own record of who
             // leads (`{"id": "<master node name>"}`), and every shard's

@@ -63,7 +63,7 @@ fn rows<'a>(s: &Scrape<'a>) -> Vec<Seen<'a>> {
                 tree,
                 path,
                 master: election.master(),
-                candidates: c.candidates_of(elections, election),
+                candidates: c.candidates_of(elections, path, election),
                 changes: election.changes(),
                 joins: election.joins(),
                 leaves: election.leaves(),

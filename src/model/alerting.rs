@@ -186,7 +186,7 @@ impl ClusterState {
                         hold: own_hold.filter(|_| kind == Kind::NoMaster),
                     })
                 };
-                match self.state_of(elections, election, now) {
+                match self.state_of(elections, path, election, now) {
                     State::Masterless => push(Kind::NoMaster, election.masterless_since(), 0),
                     State::Ghost => push(Kind::GhostMaster, None, 0),
                     _ => {}

@@ -75,11 +75,16 @@ impl ClusterState {
     /// style; a registry that lists the master too, as Kafka's
     /// `brokers/ids` does, counts it once). `None` for a node election
     /// without a registry: its standbys keep no node.
-    pub fn candidates_of(&self, tree: &ElectionTree, election: &Election) -> Option<usize> {
+    pub fn candidates_of(
+        &self,
+        tree: &ElectionTree,
+        path: &str,
+        election: &Election,
+    ) -> Option<usize> {
         match &tree.spec().style {
             Style::Sequential => Some(election.candidate_count()),
             Style::Node(spec) => {
-                let registry = self.group(spec.standbys.as_deref()?)?;
+                let registry = self.group(&spec.standbys.as_ref()?.registry_of(path))?;
                 let master = election.master().map(|m| m.identity);
                 let standbys = registry
                     .member_names()
@@ -99,8 +104,14 @@ impl ClusterState {
         master.owner != 0 && tracker.liveness(master.owner).is_some_and(|l| l.is_ghost())
     }
 
-    /// The state election `election` of `tree` is in at `now`.
-    pub fn state_of(&self, tree: &ElectionTree, election: &Election, now: Instant) -> State {
+    /// The state election `election` (at `path`) of `tree` is in at `now`.
+    pub fn state_of(
+        &self,
+        tree: &ElectionTree,
+        path: &str,
+        election: &Election,
+        now: Instant,
+    ) -> State {
         if election.master().is_none() {
             return State::Masterless;
         }
@@ -114,7 +125,7 @@ impl ClusterState {
             return State::Flapping;
         }
         let short = tree.spec().min_candidates.is_some_and(|min| {
-            self.candidates_of(tree, election)
+            self.candidates_of(tree, path, election)
                 .is_some_and(|n| n < min as usize)
         });
         if short {
@@ -201,7 +212,7 @@ impl ClusterState {
         let mut seen: Vec<(Tier, usize, Exported<'_>)> = Vec::new();
         survey.exported.reserve(survey.total.min(cap));
         for (n, (i, tree, elections, path, election)) in elections().flatten().enumerate() {
-            let state = self.state_of(elections, election, now);
+            let state = self.state_of(elections, path, election, now);
             survey.counts[i][state.index()] += 1;
             if rank {
                 let tier = self.tier_of(election, state, now, window);

@@ -121,7 +121,7 @@ fn node_election_extras() {
         err(&format!(
             "{base}[[clusters.elections]]\npath=\"/ha/*/lock\"\nstyle=\"node\"\nstandbys=\"/ha/standbys\""
         ))
-        .starts_with("clusters[0].elections[0].standbys: applies to a single election")
+        .starts_with("clusters[0].elections[0].standbys: names a sibling of the election node")
     );
 }
 
@@ -202,7 +202,7 @@ fn known_systems_expand_to_their_layouts() {
     assert!(!cluster.discovery.enabled);
     assert_eq!(
         err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
-        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr"
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni"
     );
     let o = Overrides {
         zk: Some("a:1".into()),
@@ -230,4 +230,37 @@ fn exclusions_are_validated_with_the_key_that_holds_them() {
         e.contains("locks[0].exclude[0]") && e.contains("absolute"),
         "{e}"
     );
+}
+
+#[test]
+fn patroni_is_every_scopes_leader_key_with_its_members_as_standbys() {
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"patroni\"\n\
+         [[clusters.systems]]\nkind=\"patroni\"\nroot=\"/pg\"\n",
+        &[],
+    )
+    .unwrap();
+    let cluster = &c.clusters[0];
+    let elections: Vec<&str> = cluster
+        .elections
+        .iter()
+        .map(|e| e.pattern.as_str())
+        .collect();
+    assert_eq!(elections, ["/service/*/leader", "/pg/*/leader"]);
+    let crate::model::election_tree::Style::Node(n) = &cluster.elections[0].spec.style else {
+        panic!("a node election");
+    };
+    assert_eq!(
+        n.standbys
+            .as_ref()
+            .map(|s| s.registry_of("/service/demo/leader")),
+        Some("/service/demo/members".to_owned()),
+        "each scope's own members"
+    );
+    assert!(matches!(
+        cluster.elections[0].spec.identity,
+        IdentityMode::Data
+    ));
+    let groups: Vec<&str> = cluster.groups.iter().map(|g| g.pattern.as_str()).collect();
+    assert_eq!(groups, ["/service/*/members", "/pg/*/members"]);
 }

@@ -135,9 +135,32 @@ pub struct NodeSpec {
     /// A sibling holding the fencing epoch as an integer (Kafka's
     /// `controller_epoch`).
     pub epoch: Option<String>,
-    /// A registry whose ephemeral children are the standbys (Kafka's
-    /// `/brokers/ids`); watched as a group tree of its own.
-    pub standbys: Option<String>,
+    /// A registry whose ephemeral children are the standbys; watched as a
+    /// group tree of its own.
+    pub standbys: Option<Standbys>,
+}
+
+/// Where a node election's standbys register.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standbys {
+    /// One registry for one election (Kafka's `/brokers/ids`).
+    Registry(String),
+    /// A sibling of each election's node (Patroni's `members` beside each
+    /// scope's `leader`): every election of a glob has its own.
+    Sibling(String),
+}
+
+impl Standbys {
+    /// The registry of the election whose node is at `election`.
+    pub fn registry_of(&self, election: &str) -> String {
+        match self {
+            Standbys::Registry(path) => path.clone(),
+            Standbys::Sibling(name) => match election.rfind('/') {
+                Some(0) | None => format!("/{name}"),
+                Some(cut) => format!("{}/{name}", &election[..cut]),
+            },
+        }
+    }
 }
 
 /// What a node election's siblings say.

@@ -197,7 +197,8 @@ pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
 /// Known systems whose layout the walk found, as (kind, root): Kafka's
 /// `controller` beside `controller_epoch` and `brokers/ids`, HBase's
 /// `master` beside `backup-masters` and `rs`, HDFS's
-/// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`.
+/// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`,
+/// Patroni's `<scope>/leader` beside `members` and `initialize`.
 pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     let has = |p: &str| walk.nodes.contains_key(p);
     let mut found = BTreeSet::new();
@@ -216,6 +217,9 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
             }
             "election" if dir.ends_with("/overseer_elect") => {
                 found.insert(("solr", parent_of(dir).to_owned()));
+            }
+            "leader" if dir != "/" && sibling("members") && sibling("initialize") => {
+                found.insert(("patroni", parent_of(dir).to_owned()));
             }
             _ => {}
         }
