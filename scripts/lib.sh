@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -22,6 +22,7 @@ ensure_packages() {
         python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
         ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
         ;;
+      clickhouse) command -v clickhouse-server >/dev/null 2>&1 || missing+=(clickhouse-server) ;;
     esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -404,12 +404,24 @@ fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, Co
                 m.replace("identity mode", "member mode"),
             )
         })?;
+        let alive = match g.alive {
+            Some(name) if name.is_empty() || name.contains('/') || name == "." || name == ".." => {
+                return Err(ConfigError::new(
+                    format!("{gkey}.alive"),
+                    format!(
+                        "`{name}` is not a node name: give the child that marks a member live (\"is_active\")"
+                    ),
+                ));
+            }
+            alive => alive,
+        };
         groups.push(GroupConfig {
             pattern,
             spec: GroupSpec {
                 member,
                 min_members: g.min_members,
                 export_members: g.export_members.unwrap_or(false),
+                alive,
             },
         });
     }

@@ -134,6 +134,7 @@ pub(super) struct RawGroup {
     pub(super) member: Option<String>,
     pub(super) min_members: Option<u32>,
     pub(super) export_members: Option<bool>,
+    pub(super) alive: Option<String>,
     pub(super) exclude: Option<Vec<String>>,
 }
 

@@ -276,6 +276,9 @@ fn group(o: &mut String, g: &GroupConfig) {
     if let Some(min) = s.min_members {
         let _ = writeln!(o, "min_members = {min}");
     }
+    if let Some(alive) = &s.alive {
+        let _ = writeln!(o, "alive = {}", q(alive));
+    }
     exclusions(o, g.pattern.exclusions());
 }
 

@@ -6,12 +6,13 @@ use super::ConfigError;
 use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
 
 /// The systems known, with the root their znodes live under by default.
-pub const KINDS: [(&str, &str); 5] = [
+pub const KINDS: [(&str, &str); 6] = [
     ("kafka", "/"),
     ("hbase", "/hbase"),
     ("hdfs", "/hadoop-ha"),
     ("solr", "/"),
     ("patroni", "/service"),
+    ("clickhouse", "/clickhouse"),
 ];
 
 fn under(root: &str, rest: &str) -> String {
@@ -104,6 +105,21 @@ pub(super) fn expand(
                 standbys: Some(under(&root, "/*/members")),
                 ..node(under(&root, "/*/leader"), "data")
             }),
+            // Every replicated table at ROOT/tables/<shard>/<table> (the
+            // layout ClickHouse's documentation uses): its leader election
+            // (EPHEMERAL_SEQUENTIAL, data = the replica name) and its
+            // replicas, persistent nodes live while their EPHEMERAL
+            // `is_active` exists (ClickHouse 18.16).
+            "clickhouse" => {
+                elections.push(sequential(
+                    under(&root, "/tables/*/*/leader_election"),
+                    "data",
+                ));
+                groups.push(RawGroup {
+                    alive: Some("is_active".into()),
+                    ..group(under(&root, "/tables/*/*/replicas"))
+                });
+            }
             // The overseer election with the overseer's own record of who
             // leads (`{"id": "<master node name>"}`), and every shard's
             // leader election.

@@ -21,6 +21,10 @@ pub struct GroupSpec {
     pub min_members: Option<u32>,
     /// Export one series per member (`zookeeper_group_member`).
     pub export_members: bool,
+    /// Members are persistent nodes that are live while a child of this
+    /// name exists (ClickHouse's `replicas/<name>/is_active`): the child
+    /// stands for the member, its owner session is the member's.
+    pub alive: Option<String>,
 }
 
 impl GroupSpec {
@@ -31,6 +35,7 @@ impl GroupSpec {
             member: IdentityMode::Node,
             min_members: None,
             export_members: false,
+            alive: None,
         }
     }
 }
@@ -314,6 +319,7 @@ mod tests {
             member,
             min_members: Some(2),
             export_members: true,
+            alive: None,
         })
     }
 

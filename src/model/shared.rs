@@ -195,6 +195,7 @@ impl SharedCluster {
                 .as_elections()
                 .is_some_and(|e| e.spec().style.is_sequential()),
             outer_record: tree.outer_record(),
+            alive: tree.as_groups().and_then(|g| g.spec().alive.clone()),
         })
     }
 
@@ -340,6 +341,8 @@ pub struct WatchPlan {
     pub sequential: bool,
     /// Its outer record: (record path, election path).
     pub outer_record: Option<(String, String)>,
+    /// A group whose members are live while they hold a child of this name.
+    pub alive: Option<String>,
 }
 
 /// One tree as the session and discovery see it.

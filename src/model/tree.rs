@@ -457,6 +457,7 @@ mod tests {
             member: IdentityMode::Node,
             min_members: None,
             export_members: false,
+            alive: None,
         };
         let mut t = Tree::groups(TreePattern::parse("/svc/*").unwrap(), spec);
         t.apply_listing(vec![("/svc/api".into(), vec![child("10.0.0.1:80")])], now());

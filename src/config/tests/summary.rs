@@ -66,6 +66,9 @@ path = "/services/*"
 member = "data"
 min_members = 2
 export_members = true
+[[clusters.groups]]
+path = "/clickhouse/tables/*/*/replicas"
+alive = "is_active"
 [[clusters.locks]]
 path = "/locks/*"
 max_hold = "30m"
@@ -102,6 +105,7 @@ max_alerts = 99
         "member = \"data\"",
         "min_members = 2",
         "export_members = true",
+        "alive = \"is_active\"",
         "max_hold = \"30m\"",
         "style = \"node\"",
         "epoch = \"/kafka/controller_epoch\"",

@@ -202,7 +202,7 @@ fn known_systems_expand_to_their_layouts() {
     assert!(!cluster.discovery.enabled);
     assert_eq!(
         err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
-        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni"
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse"
     );
     let o = Overrides {
         zk: Some("a:1".into()),
@@ -263,4 +263,18 @@ fn patroni_is_every_scopes_leader_key_with_its_members_as_standbys() {
     ));
     let groups: Vec<&str> = cluster.groups.iter().map(|g| g.pattern.as_str()).collect();
     assert_eq!(groups, ["/service/*/members", "/pg/*/members"]);
+}
+
+#[test]
+fn a_groups_alive_marker_is_one_child_name() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n[[clusters.groups]]\npath=\"/t/*/replicas\"\n";
+    let c = load_file(&format!("{base}alive=\"is_active\"\n"), &[]).unwrap();
+    assert_eq!(
+        c.clusters[0].groups[0].spec.alive.as_deref(),
+        Some("is_active")
+    );
+    for bad in ["a/b", "", ".."] {
+        let e = err(&format!("{base}alive=\"{bad}\"\n"));
+        assert!(e.starts_with("clusters[0].groups[0].alive: "), "{e}");
+    }
 }

@@ -198,7 +198,9 @@ pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
 /// `controller` beside `controller_epoch` and `brokers/ids`, HBase's
 /// `master` beside `backup-masters` and `rs`, HDFS's
 /// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`,
-/// Patroni's `<scope>/leader` beside `members` and `initialize`.
+/// Patroni's `<scope>/leader` beside `members` and `initialize`,
+/// ClickHouse's `tables/<shard>/<table>/leader_election` beside `replicas`
+/// and `block_numbers`.
 pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     let has = |p: &str| walk.nodes.contains_key(p);
     let mut found = BTreeSet::new();
@@ -220,6 +222,15 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
             }
             "leader" if dir != "/" && sibling("members") && sibling("initialize") => {
                 found.insert(("patroni", parent_of(dir).to_owned()));
+            }
+            "leader_election" if sibling("replicas") && sibling("block_numbers") => {
+                let tables = parent_of(parent_of(dir));
+                if let Some(root) = tables.strip_suffix("/tables") {
+                    found.insert((
+                        "clickhouse",
+                        if root.is_empty() { "/" } else { root }.to_owned(),
+                    ));
+                }
             }
             _ => {}
         }

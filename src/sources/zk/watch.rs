@@ -148,9 +148,13 @@ pub const LISTING_SLICE: usize = 2048;
 
 /// `parents` (a slice of [`list_parents`]) with their children; parents
 /// deleted meanwhile are left out.
+/// With `alive` (a group whose members are live while they hold a child of
+/// that name), each member is read as its marker: a member without one is
+/// not listed, and the marker's data and owner stand for the member's.
 pub async fn list_part(
     client: &Client,
     parents: &[String],
+    alive: Option<&str>,
     state: &SharedCluster,
 ) -> Result<Vec<(String, Vec<ChildNode>)>, zookeeper_client::Error> {
     let listed = list_children(client, parents, state).await?;
@@ -162,6 +166,10 @@ pub async fn list_part(
     let child_paths: Vec<String> = elections
         .iter()
         .flat_map(|(path, children)| children.iter().map(move |c| join(path, c)))
+        .map(|member| match alive {
+            Some(marker) => join(&member, marker),
+            None => member,
+        })
         .collect();
     let mut nodes = read_children(client, &child_paths, state)
         .await?
@@ -169,7 +177,15 @@ pub async fn list_part(
     Ok(elections
         .into_iter()
         .map(|(path, children)| {
-            let read: Vec<ChildNode> = nodes.by_ref().take(children.len()).flatten().collect();
+            let read: Vec<ChildNode> = children
+                .iter()
+                .zip(nodes.by_ref())
+                .filter_map(|(name, node)| {
+                    let mut node = node?;
+                    node.name.clone_from(name);
+                    Some(node)
+                })
+                .collect();
             (path.clone(), read)
         })
         .collect())
@@ -248,11 +264,31 @@ pub async fn apply_events(
     Ok(applied)
 }
 
+/// For a group with an `alive` marker: the (group, member) whose marker
+/// `path` is.
+fn marker_of<'a>(route: &WatchPlan, path: &'a str) -> Option<(&'a str, &'a str)> {
+    let marker = route.alive.as_deref()?;
+    let member = path.strip_suffix(marker)?.strip_suffix('/')?;
+    match route.pattern.classify(member) {
+        PathKind::Child { parent, name } => Some((parent, name)),
+        _ => None,
+    }
+}
+
 /// Whether event `e` of the tree `route` describes needs its node read:
-/// created or changed candidates, created election nodes of sequential
-/// trees (to check they are persistent) and the outer record.
+/// created or changed candidates (or members' markers), created election
+/// nodes of sequential trees (to check they are persistent) and the outer
+/// record.
 fn needs_read(route: &WatchPlan, e: &TreeEvent) -> bool {
     let path = e.event.path.as_str();
+    let created_or_changed = matches!(
+        e.event.event_type,
+        EventType::NodeCreated | EventType::NodeDataChanged
+    );
+    if route.alive.is_some() {
+        // A marked member's own node says nothing; its marker does.
+        return created_or_changed && marker_of(route, path).is_some();
+    }
     match (route.pattern.classify(path), e.event.event_type) {
         (PathKind::Child { .. }, EventType::NodeCreated | EventType::NodeDataChanged) => true,
         (PathKind::Parent, EventType::NodeCreated) => route.sequential,
@@ -272,6 +308,9 @@ fn change_of(
     node: Option<&ChildNode>,
 ) -> Option<Result<TreeChange, String>> {
     let path = e.event.path.as_str();
+    if route.alive.is_some() {
+        return marker_change(route, e, node);
+    }
     if let Some(election) = election_of_record(route, path) {
         let data = match e.event.event_type {
             EventType::NodeDeleted => None,
@@ -302,4 +341,44 @@ fn change_of(
         _ => return None,
     };
     Some(Ok(change))
+}
+
+/// What event `e` changes in a group whose members are live while they
+/// hold a marker: the marker appearing is the member joining (named after
+/// the member, owned by the marker's session), the marker or the member
+/// going is the member leaving; nothing else counts.
+fn marker_change(
+    route: &WatchPlan,
+    e: &TreeEvent,
+    node: Option<&ChildNode>,
+) -> Option<Result<TreeChange, String>> {
+    let path = e.event.path.as_str();
+    let deleted = e.event.event_type == EventType::NodeDeleted;
+    if let Some((parent, name)) = marker_of(route, path) {
+        let change = if deleted {
+            TreeChange::ChildDeleted {
+                parent: parent.into(),
+                name: name.into(),
+            }
+        } else {
+            let mut child = node?.clone();
+            child.name = name.to_owned();
+            TreeChange::ChildUpserted {
+                parent: parent.into(),
+                child,
+            }
+        };
+        return Some(Ok(change));
+    }
+    match route.pattern.classify(path) {
+        PathKind::Parent if e.event.event_type == EventType::NodeCreated => {
+            Some(Ok(TreeChange::ParentCreated(path.into())))
+        }
+        PathKind::Parent if deleted => Some(Ok(TreeChange::ParentDeleted(path.into()))),
+        PathKind::Child { parent, name } if deleted => Some(Ok(TreeChange::ChildDeleted {
+            parent: parent.into(),
+            name: name.into(),
+        })),
+        _ => None,
+    }
 }

@@ -500,7 +500,8 @@ impl<'a> Session<'a> {
                 let parents = list_parents(&self.client, &plan.pattern, &self.state).await?;
                 let mut listed: HashSet<String> = HashSet::with_capacity(parents.len());
                 for slice in parents.chunks(LISTING_SLICE) {
-                    let part = list_part(&self.client, slice, &self.state).await?;
+                    let alive = plan.alive.as_deref();
+                    let part = list_part(&self.client, slice, alive, &self.state).await?;
                     if let Some(node) = self.ephemeral_election_node(&plan, &part).await {
                         return Err(SyncError::Misfit(ephemeral_election_node(&node)));
                     }
@@ -517,6 +518,10 @@ impl<'a> Session<'a> {
                 }
                 Ok(done)
             }
+            Mode::Oneshot if plan.alive.is_some() => Err(SyncError::Misfit(format!(
+                "{}: members marked alive by a child are followed only with persistent watches (ZooKeeper >= 3.6)",
+                plan.pattern.as_str()
+            ))),
             Mode::Oneshot => {
                 let sink = Sink {
                     tree: id,
