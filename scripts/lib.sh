@@ -19,7 +19,8 @@ ensure_packages() {
       # Patroni with its ZooKeeper client, and PostgreSQL's server.
       patroni)
         command -v patroni >/dev/null 2>&1 || missing+=(patroni)
-        python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
+        # Debian's Python, which Patroni runs on (not a pyenv one on PATH).
+        /usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
         ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
         ;;
       clickhouse) command -v clickhouse-server >/dev/null 2>&1 || missing+=(clickhouse-server) ;;
