@@ -271,19 +271,8 @@ async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
     pg2.crash();
     let m = until_both_name(&exporter, &pg1, &election, "pg1").await;
     assert_eq!(switches(&m, &election), Some(2.0), "one crash, one switch");
-    let (_, body) = http_get(
-        exporter.port,
-        &format!("/api/v1/events?election={election}&limit=50"),
-    )
-    .unwrap();
-    let timeline: Value = serde_json::from_str(&body).unwrap();
-    let oldest_first: Vec<&Value> = timeline["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .collect();
-    let gone: Vec<(&str, &str)> = oldest_first
+    let events = timeline(&exporter, &election);
+    let gone: Vec<(&str, &str)> = events
         .iter()
         .filter(|e| e["kind"] == "masterless_started")
         .map(|e| {
@@ -293,20 +282,14 @@ async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
             )
         })
         .collect();
-    // The switchover deletes the key; the crash leaves it to expire, and
-    // the ghost check, when it saw the dead session first, says so.
-    let crash_cause = if oldest_first
-        .iter()
-        .any(|e| e["kind"] == "ghost_flagged" && e["from"]["identity"] == "pg2")
-    {
-        "session_expired"
-    } else {
-        "node_deleted"
-    };
+    // The switchover deletes the key; the crash leaves it to expire.
     assert_eq!(
         gone,
-        [("pg1", "node_deleted"), ("pg2", crash_cause)],
-        "how each leader went: {body}"
+        [
+            ("pg1", "node_deleted"),
+            ("pg2", crash_cause(&events, "pg2"))
+        ],
+        "how each leader went: {events:?}"
     );
     drop(pg1);
     drop(pg2);

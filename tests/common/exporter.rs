@@ -348,3 +348,29 @@ pub fn cluster_config(servers: &str, election: &str, extra: &str) -> String {
         servers.join(", ")
     )
 }
+
+/// The timeline of `election`, oldest first (from `/api/v1/events`).
+pub fn timeline(exporter: &Exporter, election: &str) -> Vec<serde_json::Value> {
+    let path = format!("/api/v1/events?election={election}&limit=100");
+    let (status, body) = http_get(exporter.port, &path).unwrap();
+    assert_eq!(status, 200, "{path}: {body}");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut events = json["events"].as_array().cloned().unwrap_or_default();
+    events.reverse();
+    events
+}
+
+/// How the timeline should say a crashed master (`identity`) went: its
+/// node was left to expire with its session, which the timeline says
+/// (`session_expired`) when the ghost check had flagged the dead session
+/// first, and otherwise cannot tell from a deletion (`node_deleted`).
+pub fn crash_cause(events: &[serde_json::Value], identity: &str) -> &'static str {
+    let flagged = events
+        .iter()
+        .any(|e| e["kind"] == "ghost_flagged" && e["from"]["identity"] == identity);
+    if flagged {
+        "session_expired"
+    } else {
+        "node_deleted"
+    }
+}
