@@ -358,6 +358,9 @@ pub fn parse_conf(reply: &str) -> Result<Conf, ParseError> {
 /// One client connection from `cons`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Connection {
+    /// The client's `host:port` as the server prints it (`127.0.0.1:50496`;
+    /// an IPv6 host bare, `0:0:0:0:0:0:0:1:50496`, or in brackets,
+    /// `[::1]:50496`, by the Java version).
     pub address: String,
     /// Session id, when the connection has a session (`sid=0x…`).
     pub session: Option<i64>,
@@ -365,6 +368,22 @@ pub struct Connection {
     pub received: Option<u64>,
     /// Negotiated session timeout in milliseconds (`to=`).
     pub timeout_ms: Option<u64>,
+}
+
+impl Connection {
+    /// The client's host: the address without its port (and without the
+    /// brackets of an IPv6 host).
+    pub fn host(&self) -> &str {
+        host_of(&self.address)
+    }
+}
+
+/// The host of a `host:port` address as `cons` prints it.
+pub fn host_of(address: &str) -> &str {
+    match address.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(host, _)| host),
+        None => address.rsplit_once(':').map_or(address, |(host, _)| host),
+    }
 }
 
 /// Parses `cons`: one connection per line,
@@ -377,9 +396,16 @@ pub fn parse_cons(reply: &str) -> Vec<Connection> {
 /// to parse a large reply as it streams in.
 pub fn parse_cons_line(line: &str) -> Option<Connection> {
     let line = line.trim();
-    let address = line.strip_prefix('/')?.split('[').next()?.to_owned();
+    let rest = line.strip_prefix('/')?;
+    // `[1]` after the address counts its pending requests; a bracketed
+    // IPv6 host comes before it and ends with `]:port`.
+    let port_from = match rest.starts_with('[') {
+        true => rest.find("]:")? + 1,
+        false => 0,
+    };
+    let end = port_from + rest[port_from..].find('[')?;
     let mut c = Connection {
-        address,
+        address: rest[..end].to_owned(),
         ..Default::default()
     };
     let fields = line.split_once('(')?.1.trim_end_matches(')');

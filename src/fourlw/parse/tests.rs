@@ -157,6 +157,23 @@ fn cons_lines() {
     assert_eq!(c[0].session, Some(0x1000001e8900019));
     assert_eq!((c[0].received, c[0].timeout_ms), (Some(12), Some(4000)));
     assert_eq!(c[1].session, None);
+    assert_eq!(
+        (c[0].address.as_str(), c[0].host()),
+        ("127.0.0.1:50496", "127.0.0.1")
+    );
+    let v6 = parse_cons(
+        " /0:0:0:0:0:0:0:1:41234[1](queued=0,recved=3,sent=3,sid=0x1)\n /[::1]:41235[1](queued=0,recved=3,sent=3,sid=0x2)\n /[fe80::1%lo]:7[0](queued=0)\n",
+    );
+    let addresses: Vec<(&str, &str)> = v6.iter().map(|c| (c.address.as_str(), c.host())).collect();
+    assert_eq!(
+        addresses,
+        [
+            ("0:0:0:0:0:0:0:1:41234", "0:0:0:0:0:0:0:1"),
+            ("[::1]:41235", "::1"),
+            ("[fe80::1%lo]:7", "fe80::1%lo")
+        ]
+    );
+    assert_eq!(v6[1].session, Some(2));
     assert!(!parse_cons(&fixture("3.8.0/leader/cons.txt")).is_empty());
 }
 

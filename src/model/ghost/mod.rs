@@ -122,6 +122,9 @@ struct Track {
     expiry: Option<SystemTime>,
     /// Last round that mentioned it (connections, expiry or as an owner).
     seen: Instant,
+    /// The client address of its connection, as the last round that
+    /// listed it printed it: what an `owner-*` identity names.
+    address: Option<Box<str>>,
     /// End of the last round after which it was a ghost: elections whose
     /// master it is stay exported for a while after it recovers.
     ghost_seen: Option<Instant>,
@@ -138,6 +141,7 @@ impl Track {
             unlisted: false,
             expiry: None,
             seen: at,
+            address: None,
             ghost_seen: None,
         }
     }
@@ -180,15 +184,20 @@ impl SessionTracker {
     /// later may simply not have been connected yet when a member answered.
     pub fn observe(&mut self, round: Round<'_>, owners: impl IntoIterator<Item = i64>) {
         let end = round.finished.mono;
-        let mut listed: HashMap<i64, (u64, Option<Duration>)> = HashMap::new();
+        let mut listed: HashMap<i64, (u64, Option<Duration>, &str)> = HashMap::new();
         for c in round.connections {
             if let Some(sid) = c.session.filter(|s| *s != 0) {
-                let e = listed.entry(sid).or_insert((0, None));
+                let e = listed.entry(sid).or_insert((0, None, &c.address));
+                // A session listed twice (a member not yet aware that the
+                // client moved): the connection that carried more is live.
+                if c.received.unwrap_or(0) > e.0 {
+                    e.2 = &c.address;
+                }
                 e.0 = e.0.max(c.received.unwrap_or(0));
                 e.1 = e.1.or(c.timeout_ms.map(Duration::from_millis));
             }
         }
-        for (sid, (received, timeout)) in &listed {
+        for (sid, (received, timeout, address)) in &listed {
             let t = self.sessions.entry(*sid).or_insert_with(|| Track::new(end));
             // After a round that showed it without any connection, this is
             // a new connection whose count starts afresh.
@@ -198,6 +207,9 @@ impl SessionTracker {
             }
             t.count_still = round.started.max(t.count_seen);
             t.timeout = timeout.or(t.timeout);
+            if t.address.as_deref() != Some(*address) && !address.is_empty() {
+                t.address = Some((*address).into());
+            }
             t.unlisted = false;
             t.seen = end;
         }
@@ -249,6 +261,14 @@ impl SessionTracker {
     /// When `session` was last judged a ghost (the end of that round).
     pub fn ghost_seen(&self, session: i64) -> Option<Instant> {
         self.sessions.get(&session)?.ghost_seen
+    }
+
+    /// The client address (`host:port`) of `session`'s connection as the
+    /// last round that listed it printed it; `None` while no round has.
+    /// Kept while it is unlisted: a session is one client, and its host
+    /// does not change (a reconnection shows the new port).
+    pub fn address(&self, session: i64) -> Option<&str> {
+        self.sessions.get(&session)?.address.as_deref()
     }
 
     /// The session timeout `cons` reported for `session`.

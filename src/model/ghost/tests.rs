@@ -303,3 +303,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_session_is_named_by_the_address_of_its_live_connection() {
+    let t0 = Instant::now();
+    let mut t = SessionTracker::default();
+    observe(&mut t, t0, (0, 10), true, &[], &[7]);
+    assert_eq!(t.address(7), None, "owner never listed: no address");
+    let at = |address: &str, received| Connection {
+        address: address.into(),
+        ..conn(7, received)
+    };
+    // Listed by two members (the first not yet aware the client moved):
+    // the connection that carried more is the live one.
+    observe(
+        &mut t,
+        t0,
+        (100, 110),
+        false,
+        &[at("10.0.0.5:4000", 3), at("10.0.0.5:4100", 9)],
+        &[7],
+    );
+    assert_eq!(t.address(7), Some("10.0.0.5:4100"));
+    // Gone from a complete round: disconnected, and still named.
+    observe(&mut t, t0, (200, 210), true, &[], &[7]);
+    assert!(t.liveness(7).unwrap().is_ghost());
+    assert_eq!(t.address(7), Some("10.0.0.5:4100"));
+}
