@@ -94,7 +94,9 @@ impl EventBody {
             What::GhostCleared { master: m } | What::MemberLeft { member: m } => {
                 body.from = some(m);
             }
-            What::LockAcquired { holder: m } | What::MemberJoined { member: m } => {
+            What::LockAcquired { holder: m }
+            | What::MemberJoined { member: m }
+            | What::MasterNamed { master: m } => {
                 body.to = Some(MasterBody::of(m));
             }
             What::LockHeldLong { holder, held } => {

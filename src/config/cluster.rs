@@ -96,6 +96,20 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
         c.ghost_check.unwrap_or_default(),
         four_letter_words.enabled,
     )?;
+    if let Some(e) = elections
+        .iter()
+        .find(|e| e.spec.identity.owner_part().is_some())
+        .filter(|_| !ghost_check.enabled)
+    {
+        return Err(ConfigError::new(
+            format!("{key}.ghost_check.enabled"),
+            format!(
+                "the election `{}` names its candidates by their owner session's address (identity \"{}\"), which only the ghost check's cons rounds tell; enable four_letter_words and the ghost check, or choose another identity",
+                e.pattern.as_str(),
+                e.spec.identity.spec()
+            ),
+        ));
+    }
     let discovery = validate_discovery(
         &format!("{key}.discovery"),
         c.discovery.unwrap_or_default(),
@@ -344,6 +358,12 @@ fn record_sibling(
 ) -> Result<(String, IdentityMode), ConfigError> {
     let mode = IdentityMode::parse(r.identity.as_deref().unwrap_or("data"))
         .map_err(|m| ConfigError::new(format!("{ekey}.record.identity"), m))?;
+    if mode.owner_part().is_some() {
+        return Err(ConfigError::new(
+            format!("{ekey}.record.identity"),
+            "a record names who the application says is master, from its own data; owner-* names election candidates only",
+        ));
+    }
     let name = sibling(format!("{ekey}.record.path"), &r.path, parent, election)?;
     Ok((name, mode))
 }
@@ -404,6 +424,12 @@ fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, Co
                 m.replace("identity mode", "member mode"),
             )
         })?;
+        if member.owner_part().is_some() {
+            return Err(ConfigError::new(
+                format!("{gkey}.member"),
+                "a member is named from its own node; owner-* names election candidates only",
+            ));
+        }
         let alive = match g.alive {
             Some(name) if name.is_empty() || name.contains('/') || name == "." || name == ".." => {
                 return Err(ConfigError::new(

@@ -105,6 +105,33 @@ pub enum IdentityMode {
     Hbase,
     /// HDFS's `ActiveNodeInfo` (ZKFC lock and breadcrumb): the namenode id.
     Hdfs,
+    /// The client address of the session owning the node, as `cons` lists
+    /// it, for recipes whose nodes carry no data (Spark's and Flink's
+    /// leader latches): not in the node at all, so [`extract`](Self::extract)
+    /// cannot give it; the election tree names its candidates from the
+    /// ghost check's rounds, and leaves them unnamed (empty) until a round
+    /// lists their session.
+    Owner(OwnerPart),
+}
+
+/// What of the owner session's client address names a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerPart {
+    /// The host (`owner-host`): stable while the process lives.
+    Host,
+    /// Host and port (`owner-address`): tells processes on one host apart,
+    /// but changes whenever the client reconnects.
+    Address,
+}
+
+impl OwnerPart {
+    /// This part of `address` (`host:port` as `cons` prints it).
+    pub fn of(self, address: &str) -> &str {
+        match self {
+            OwnerPart::Host => crate::fourlw::parse::host_of(address),
+            OwnerPart::Address => address,
+        }
+    }
 }
 
 impl IdentityMode {
@@ -122,13 +149,26 @@ impl IdentityMode {
             }
             Self::Hbase => "hbase".into(),
             Self::Hdfs => "hdfs".into(),
+            Self::Owner(OwnerPart::Host) => "owner-host".into(),
+            Self::Owner(OwnerPart::Address) => "owner-address".into(),
+        }
+    }
+
+    /// The part of the owner session's address this mode names a
+    /// candidate by, if it is an `owner-*` mode.
+    pub fn owner_part(&self) -> Option<OwnerPart> {
+        match self {
+            Self::Owner(part) => Some(*part),
+            _ => None,
         }
     }
 
     /// Parses `data`, `node`, `json:/pointer`, `regex:PATTERN`,
-    /// `protobuf:N[.N…]`, `hbase` or `hdfs`.
+    /// `protobuf:N[.N…]`, `hbase`, `hdfs`, `owner-host` or `owner-address`.
     pub fn parse(spec: &str) -> Result<Self, String> {
         match spec {
+            "owner-host" => return Ok(Self::Owner(OwnerPart::Host)),
+            "owner-address" => return Ok(Self::Owner(OwnerPart::Address)),
             "data" => return Ok(Self::Data),
             "node" => return Ok(Self::Node),
             "hbase" => return Ok(Self::Hbase),
@@ -167,7 +207,7 @@ impl IdentityMode {
             return Ok(Self::Regex(regex));
         }
         Err(format!(
-            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\" or \"hdfs\""
+            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\", \"hdfs\", \"owner-host\" or \"owner-address\""
         ))
     }
 
@@ -179,7 +219,8 @@ impl IdentityMode {
     /// so a candidate always has an identity and no label carries binary.
     pub fn extract(&self, name: &str, data: &[u8]) -> String {
         let raw = match self {
-            Self::Node => None,
+            // Not in the node: named by the election tree (see the variant).
+            Self::Node | Self::Owner(_) => None,
             Self::Data => text_prefix(data),
             Self::Protobuf(path) => {
                 protobuf::path(protobuf::strip_hbase_prefix(data), path).and_then(|v| v.text())

@@ -55,6 +55,12 @@ impl ClusterState {
         self.ghost
             .get_or_insert_with(SessionTracker::default)
             .observe(round, owners);
+        if let Some(tracker) = &self.ghost {
+            for tree in &mut self.trees {
+                tree.name_owners(|owner| tracker.address(owner));
+            }
+        }
+        self.take_events(round.finished);
         let after = self.ghost_masters();
         for (election, (master, liveness)) in &after {
             if !before.contains_key(election) {

@@ -76,6 +76,10 @@ pub enum What {
     },
     /// The same master's session is healthy again.
     GhostCleared { master: Master },
+    /// The master of an election named by its owner session (`owner-*`
+    /// identities) got its name, or a new one: a ghost-check round listed
+    /// its session (anew, or from another address). Not a switch.
+    MasterNamed { master: Master },
     /// A lock's holder changed: `holder` holds it now (node, owner).
     LockAcquired { holder: Master },
     /// A hold passed the lock tree's `max_hold`.
@@ -98,6 +102,7 @@ impl What {
             What::MasterlessEnded { .. } => "masterless_ended",
             What::GhostFlagged { .. } => "ghost_flagged",
             What::GhostCleared { .. } => "ghost_cleared",
+            What::MasterNamed { .. } => "master_named",
             What::LockAcquired { .. } => "lock_acquired",
             What::LockHeldLong { .. } => "lock_held_long",
             What::MemberJoined { .. } => "member_joined",

@@ -202,6 +202,14 @@ impl Tree {
         }
     }
 
+    /// Election trees with an `owner-*` identity: names candidates by
+    /// their owner session's address (see [`ElectionTree::name_owners`]).
+    pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) {
+        if let TreeKind::Elections(e) = &mut self.kind {
+            e.name_owners(address_of);
+        }
+    }
+
     pub fn as_elections(&self) -> Option<&ElectionTree> {
         match &self.kind {
             TreeKind::Elections(e) => Some(e),

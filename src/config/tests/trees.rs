@@ -202,7 +202,7 @@ fn known_systems_expand_to_their_layouts() {
     assert!(!cluster.discovery.enabled);
     assert_eq!(
         err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
-        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse"
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse, spark"
     );
     let o = Overrides {
         zk: Some("a:1".into()),
@@ -277,4 +277,62 @@ fn a_groups_alive_marker_is_one_child_name() {
         let e = err(&format!("{base}alive=\"{bad}\"\n"));
         assert!(e.starts_with("clusters[0].groups[0].alive: "), "{e}");
     }
+}
+
+#[test]
+fn spark_is_its_leader_latch_named_by_the_owner_sessions_host() {
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"spark\"\n\
+         [[clusters.systems]]\nkind=\"spark\"\nroot=\"/ha/spark\"\n",
+        &[],
+    )
+    .unwrap();
+    let elections: Vec<(&str, String)> = c.clusters[0]
+        .elections
+        .iter()
+        .map(|e| (e.pattern.as_str(), e.spec.identity.spec()))
+        .collect();
+    assert_eq!(
+        elections,
+        [
+            ("/spark/leader_election", "owner-host".to_owned()),
+            ("/ha/spark/leader_election", "owner-host".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn owner_identities_need_the_ghost_check_and_name_only_candidates() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n";
+    let election = "[[clusters.elections]]\npath=\"/e\"\nidentity=\"owner-address\"\n";
+    load_file(&format!("{base}{election}"), &[]).unwrap();
+    let off = err(&format!(
+        "{base}{election}[clusters.ghost_check]\nenabled=false\n"
+    ));
+    assert!(
+        off.starts_with("clusters[0].ghost_check.enabled: the election `/e`")
+            && off.contains("owner-address"),
+        "{off}"
+    );
+    let words_off = err(&format!(
+        "{base}{election}[clusters.four_letter_words]\nenabled=false\n"
+    ));
+    assert!(
+        words_off.starts_with("clusters[0].ghost_check.enabled: "),
+        "{words_off}"
+    );
+    let group = err(&format!(
+        "{base}[[clusters.groups]]\npath=\"/g\"\nmember=\"owner-host\"\n"
+    ));
+    assert!(
+        group.starts_with("clusters[0].groups[0].member: "),
+        "{group}"
+    );
+    let record = err(&format!(
+        "{base}[[clusters.elections]]\npath=\"/s\"\nrecord={{path=\"/r\",identity=\"owner-host\"}}\n"
+    ));
+    assert!(
+        record.starts_with("clusters[0].elections[0].record.identity: "),
+        "{record}"
+    );
 }

@@ -287,7 +287,7 @@ impl ClusterState {
     /// Moves the trees' new timeline entries into the cluster's log. A
     /// deleted master whose session the ghost check had seen disconnected
     /// or silent went by session expiry.
-    fn take_events(&mut self, now: crate::model::Now) {
+    pub(super) fn take_events(&mut self, now: crate::model::Now) {
         use super::timeline::{Cause, What};
         for i in 0..self.trees.len() {
             for (election, mut what) in self.trees[i].take_events() {

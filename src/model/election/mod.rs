@@ -101,6 +101,10 @@ pub struct Election {
     masterless_since: Option<Instant>,
     masterless_total: Duration,
     duplicates: u32,
+    /// Candidates are named by their owner session's address (`owner-*`
+    /// identities): a duplicate is a session holding two nodes, since two
+    /// processes on one host share its name without being one zombie.
+    named_by_owner: bool,
     /// The latest switches, newest last (flapping).
     recent_switches: Option<Box<[Instant; FLAP_SWITCHES]>>,
     /// The last moment it was seen in a state that needs attention
@@ -165,6 +169,7 @@ impl Election {
             masterless_since: None,
             masterless_total: Duration::ZERO,
             duplicates: 0,
+            named_by_owner: false,
             recent_switches: None,
             noticed: None,
         };
@@ -180,6 +185,33 @@ impl Election {
             election.masterless_since = Some(now.mono);
         }
         election
+    }
+
+    /// The same election with its candidates named by their owner
+    /// session's address (see the field): built unnamed, then named by
+    /// [`name_owners`](Self::name_owners).
+    pub fn named_by_owner(mut self) -> Self {
+        self.named_by_owner = true;
+        self.count_duplicates();
+        self
+    }
+
+    /// Names the candidates whose owner session `name_of` knows; the
+    /// others keep their name (or stay unnamed). Returns whether the
+    /// master's identity changed. Not a switch: the same node, now named.
+    pub fn name_owners<'a>(&mut self, name_of: impl Fn(i64) -> Option<&'a str>) -> bool {
+        let mut master_renamed = false;
+        for (i, slot) in self.candidates.iter_mut().enumerate() {
+            let Some(name) = name_of(slot.owner) else {
+                continue;
+            };
+            if slot.identity() != name {
+                slot.identity = (name != &*slot.name).then(|| name.into());
+                master_renamed |= i == 0;
+            }
+        }
+        self.count_duplicates();
+        master_renamed
     }
 
     /// A candidate appeared. Idempotent: a node already known only has its
@@ -254,6 +286,10 @@ impl Election {
     /// a map per election (a few candidates compare pairwise; large
     /// elections sort their identities).
     fn count_duplicates(&mut self) {
+        if self.named_by_owner {
+            self.duplicates = self.owners_held_twice();
+            return;
+        }
         let n = self.candidates.len();
         let duplicates = if n <= 16 {
             (0..n)
@@ -277,6 +313,18 @@ impl Election {
             count
         };
         self.duplicates = u32::try_from(duplicates).unwrap_or(u32::MAX);
+    }
+
+    /// Candidates whose owner session holds another candidate too.
+    fn owners_held_twice(&self) -> u32 {
+        let mut owners: Vec<i64> = self.owners().collect();
+        owners.sort_unstable();
+        let twice = owners
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() > 1)
+            .map(<[i64]>::len)
+            .sum::<usize>();
+        u32::try_from(twice).unwrap_or(u32::MAX)
     }
 
     /// Derives master change and masterless time from the candidate set.

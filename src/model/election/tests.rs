@@ -235,3 +235,40 @@ fn candidate(seq: i32, prefix: u8) -> Candidate {
         ctime: SystemTime::UNIX_EPOCH,
     }
 }
+
+#[test]
+fn owner_named_candidates_are_named_in_place_and_duplicate_by_session() {
+    let t = Instant::now();
+    let owned = |name: &str, owner| Candidate {
+        owner,
+        ..cand(name, "")
+    };
+    // Two processes on one host, unnamed until a round lists them.
+    let mut e = Election::new(
+        [
+            owned("_c_a-latch-0000000001", 10),
+            owned("_c_b-latch-0000000002", 11),
+        ],
+        at(t, 0),
+    )
+    .named_by_owner();
+    assert_eq!(e.master().unwrap().identity, "");
+    assert_eq!(e.duplicate_identities(), 0, "unnamed is not a duplicate");
+    let names = |o: i64| (o == 10 || o == 11).then_some("10.0.0.5");
+    assert!(e.name_owners(names), "the master was named");
+    assert_eq!(e.master().unwrap().identity, "10.0.0.5");
+    assert_eq!(
+        e.duplicate_identities(),
+        0,
+        "two sessions on one host are two processes"
+    );
+    assert!(!e.name_owners(names), "the same names again change nothing");
+    assert_eq!(e.changes(), 0, "naming is not a switch");
+    // One session holding two nodes is the zombie the count is for.
+    e.join(owned("_c_c-latch-0000000003", 10), at(t, 1));
+    assert_eq!(e.duplicate_identities(), 2);
+    // A session no round knows stays unnamed; a known one is renamed.
+    assert!(!e.name_owners(|o| (o == 11).then_some("10.0.0.6")));
+    let ids: Vec<&str> = e.candidates().map(|(_, _, id)| id).collect();
+    assert_eq!(ids, ["10.0.0.5", "10.0.0.6", ""]);
+}

@@ -12,7 +12,7 @@
 //!   absent, and a re-created node is a switch.
 
 use super::timeline::{Cause, Master, What, election_events};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
 
 use super::candidate::Candidate;
@@ -211,6 +211,10 @@ pub struct ElectionTree {
     switches: u64,
     /// Timeline entries not yet taken by the cluster (election, what).
     events: Vec<(String, What)>,
+    /// With an `owner-*` identity: the client address of each candidate's
+    /// owner session, as the latest ghost-check round gave it; empty
+    /// otherwise.
+    owner_addresses: HashMap<i64, Box<str>>,
 }
 
 impl ElectionTree {
@@ -222,6 +226,46 @@ impl ElectionTree {
             switches: 0,
             masterless: Histogram::new(PERIOD_BUCKETS),
             events: Vec::new(),
+            owner_addresses: HashMap::new(),
+        }
+    }
+
+    /// A new election of this tree, from its first candidates.
+    fn fresh(&self, candidates: Vec<Candidate>, now: Now) -> Election {
+        let election = Election::new(candidates, now);
+        match self.spec.identity.owner_part() {
+            Some(_) => election.named_by_owner(),
+            None => election,
+        }
+    }
+
+    /// With an `owner-*` identity, names every candidate by its owner
+    /// session's client address as `address_of` (the ghost check) knows
+    /// it; a master named anew is a timeline entry. A candidate whose
+    /// session no round has listed stays unnamed: nothing is guessed.
+    pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) {
+        let Some(part) = self.spec.identity.owner_part() else {
+            return;
+        };
+        let mut addresses = HashMap::new();
+        for entry in self.elections.values() {
+            for owner in entry.election.owners() {
+                if let Some(address) = address_of(owner) {
+                    addresses.insert(owner, Box::<str>::from(address));
+                }
+            }
+        }
+        self.owner_addresses = addresses;
+        let names = &self.owner_addresses;
+        for (path, entry) in &mut self.elections {
+            let renamed = entry
+                .election
+                .name_owners(|owner| names.get(&owner).map(|a| part.of(a)));
+            if let Some(m) = entry.election.master().filter(|_| renamed) {
+                let master = Master::of(&m);
+                self.events
+                    .push((path.to_string(), What::MasterNamed { master }));
+            }
         }
     }
 
@@ -259,8 +303,15 @@ impl ElectionTree {
 
     fn candidate(&self, child: &ChildNode) -> Option<Candidate> {
         let sequence = self.sequence(&child.name, child.ephemeral_owner != 0)?;
+        let identity = match self.spec.identity.owner_part() {
+            Some(part) => self
+                .owner_addresses
+                .get(&child.ephemeral_owner)
+                .map_or_else(String::new, |a| part.of(a).to_owned()),
+            None => self.spec.identity.extract(&child.name, &child.data),
+        };
         Some(Candidate {
-            identity: self.spec.identity.extract(&child.name, &child.data),
+            identity,
             name: child.name.clone(),
             sequence,
             owner: child.ephemeral_owner,
@@ -440,12 +491,12 @@ impl TreeContent for ElectionTree {
                 None => {
                     let election = if resync {
                         // Appeared during the outage: its candidates joined then.
-                        let mut e = Election::new([], now);
+                        let mut e = self.fresh(Vec::new(), now);
                         // No masterless period of ours ends here.
                         let _ = e.resync(candidates, now);
                         e
                     } else {
-                        Election::new(candidates, now)
+                        self.fresh(candidates, now)
                     };
                     self.elections.insert(
                         path.clone().into_boxed_str(),
@@ -464,11 +515,11 @@ impl TreeContent for ElectionTree {
     /// A node matching the glob was created (or found). No-op if known.
     fn parent_created(&mut self, parent: &str, now: Now) {
         let path = self.key(parent);
-        self.elections
-            .entry(path.into_boxed_str())
-            .or_insert_with(|| {
-                Entry::new(Election::new([], now), Others::default(), Facts::default())
-            });
+        if !self.elections.contains_key(path.as_str()) {
+            let election = self.fresh(Vec::new(), now);
+            let entry = Entry::new(election, Others::default(), Facts::default());
+            self.elections.insert(path.into_boxed_str(), entry);
+        }
     }
 
     /// An election node was deleted; its state and any running masterless

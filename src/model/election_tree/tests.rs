@@ -272,3 +272,75 @@ fn resync_listing_counts_changes_and_drops_vanished_elections() {
     assert_eq!((new.changes(), new.joins()), (0, 1));
     assert!(tree.election("/bots/gone").is_none());
 }
+
+#[test]
+fn owner_identities_come_from_the_rounds_and_are_never_guessed() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(IdentityMode::parse("owner-host").unwrap());
+    // Spark's latch nodes: empty data, owned by the masters' sessions.
+    let latch = |n: u32, owner| ChildNode {
+        name: format!("_c_{owner}-latch-{n:010}"),
+        data: Vec::new(),
+        ephemeral_owner: owner,
+        ctime_ms: 1_700_000_000_000,
+    };
+    let e = "/spark/leader_election";
+    tree.apply_listing(
+        vec![(e.into(), vec![latch(1, 7), latch(2, 8)])],
+        now(t, 0),
+        false,
+    );
+    let master = |tree: &ElectionTree| {
+        tree.election(e)
+            .unwrap()
+            .master()
+            .unwrap()
+            .identity
+            .to_owned()
+    };
+    assert_eq!(master(&tree), "", "unnamed until a round lists the session");
+    // A round lists the master's session only.
+    let round = |o: i64| (o == 7).then_some("10.0.0.5:41000");
+    tree.name_owners(round);
+    assert_eq!(master(&tree), "10.0.0.5");
+    let events = tree.take_events();
+    assert!(
+        matches!(&events[..], [(p, What::MasterNamed { master })] if p == e && master.identity == "10.0.0.5"),
+        "{events:?}"
+    );
+    let ids: Vec<&str> = tree
+        .election(e)
+        .unwrap()
+        .candidates()
+        .map(|c| c.2)
+        .collect();
+    assert_eq!(ids, ["10.0.0.5", ""], "the standby stays unnamed");
+    // A candidate of a session the last round listed is named at once.
+    tree.child_upserted(e, latch(3, 7), now(t, 1));
+    let ids: Vec<&str> = tree
+        .election(e)
+        .unwrap()
+        .candidates()
+        .map(|c| c.2)
+        .collect();
+    assert_eq!(ids, ["10.0.0.5", "", "10.0.0.5"]);
+    assert_eq!(
+        tree.election(e).unwrap().duplicate_identities(),
+        2,
+        "one session, two nodes"
+    );
+    // The same round again names nothing anew.
+    tree.name_owners(round);
+    assert!(tree.take_events().is_empty());
+    // The master leaves; the standby becomes master unnamed, then named.
+    tree.child_deleted(e, &latch(1, 7).name, now(t, 2));
+    tree.child_deleted(e, &latch(3, 7).name, now(t, 2));
+    assert_eq!(master(&tree), "");
+    tree.take_events();
+    tree.name_owners(|o| (o == 8).then_some("[::1]:41001"));
+    assert_eq!(master(&tree), "::1");
+    assert!(matches!(
+        &tree.take_events()[..],
+        [(_, What::MasterNamed { .. })]
+    ));
+}
