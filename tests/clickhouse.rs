@@ -144,6 +144,34 @@ async fn until_both_name(exporter: &Exporter, leader: &Server, election: &str) -
         .await
 }
 
+/// Stops `old` with `signal` and times the failover to `new`: ClickHouse's
+/// `system.replicas.is_leader` against the agent's master.
+async fn fail_over(
+    exporter: &Exporter,
+    old: &mut Server,
+    new: &Server,
+    signal: &str,
+    election: &str,
+) {
+    let since = std::time::Instant::now();
+    old.stop(signal);
+    time_failover(
+        &format!("ClickHouse 18.16, SIG{signal}"),
+        "4 s (session_timeout_ms)",
+        since,
+        T,
+        || match new.is_leader()? {
+            true => Ok(()),
+            false => Err("not the leader yet".to_owned()),
+        },
+        || match master_identity(&exporter.metrics()?, election) {
+            Some(id) if id == new.replica => Ok(()),
+            other => Err(format!("names {other:?}")),
+        },
+    )
+    .await;
+}
+
 fn switches(m: &Metrics, election: &str) -> Option<f64> {
     m.get(
         "zookeeper_election_master_changes_total",
@@ -192,7 +220,7 @@ async fn the_agent_names_clickhouses_leader_and_counts_live_replicas() {
     assert!(!r2.is_leader().unwrap(), "one leader");
 
     // A graceful stop of the leader: r2 takes over, r1 leaves the replicas.
-    r1.stop("TERM");
+    fail_over(&exporter, &mut r1, &r2, "TERM", &election).await;
     let m = until_both_name(&exporter, &r2, &election).await;
     assert_eq!(switches(&m, &election), Some(1.0), "one stop, one switch");
     until_members(&exporter, &replicas, 1.0).await;
@@ -201,7 +229,7 @@ async fn the_agent_names_clickhouses_leader_and_counts_live_replicas() {
     r1.run();
     until_members(&exporter, &replicas, 2.0).await;
     assert!(!r1.is_leader().unwrap(), "r2 still leads");
-    r2.stop("KILL");
+    fail_over(&exporter, &mut r2, &r1, "KILL", &election).await;
     let m = until_both_name(&exporter, &r1, &election).await;
     assert_eq!(switches(&m, &election), Some(2.0), "one crash, one switch");
     until_members(&exporter, &replicas, 1.0).await;

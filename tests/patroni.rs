@@ -179,6 +179,31 @@ async fn until_both_name(
         .await
 }
 
+/// Times the failover to `expected` (Patroni's REST, asked of `member`,
+/// against the agent's master), from `since`.
+async fn time_patroni(
+    case: &str,
+    exporter: &Exporter,
+    member: &Member,
+    election: &str,
+    expected: &str,
+    since: std::time::Instant,
+) {
+    let names = |who: Option<String>| match who {
+        Some(l) if l == expected => Ok(()),
+        other => Err(format!("names {other:?}")),
+    };
+    time_failover(
+        &format!("Patroni 3.0.2 + PostgreSQL 15, {case}"),
+        &format!("{TTL} s (Patroni's ttl)"),
+        since,
+        T,
+        || names(patroni_leader(member).ok()),
+        || names(master_identity(&exporter.metrics()?, election)),
+    )
+    .await;
+}
+
 fn switches(m: &Metrics, election: &str) -> Option<f64> {
     m.get(
         "zookeeper_election_master_changes_total",
@@ -235,6 +260,7 @@ async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
 
     // A switchover: Patroni hands the leader key to pg2.
     until_replica(&pg1, "pg2").await;
+    let since = std::time::Instant::now();
     let out = Command::new("patronictl")
         .arg("-c")
         .arg(&pg1.config)
@@ -254,6 +280,7 @@ async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    time_patroni("switchover", &exporter, &pg1, &election, "pg2", since).await;
     let m = until_both_name(&exporter, &pg2, &election, "pg2").await;
     assert_eq!(
         switches(&m, &election),
@@ -268,7 +295,9 @@ async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
             m.get("zookeeper_election_candidates", &election_labels(&election)) == Some(2.0)
         })
         .await;
+    let since = std::time::Instant::now();
     pg2.crash();
+    time_patroni("SIGKILL", &exporter, &pg1, &election, "pg1", since).await;
     let m = until_both_name(&exporter, &pg1, &election, "pg1").await;
     assert_eq!(switches(&m, &election), Some(2.0), "one crash, one switch");
     let events = timeline(&exporter, &election);

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 mod exporter;
+mod failover;
 mod http;
 mod metrics;
 pub mod pki;
@@ -18,7 +19,7 @@ mod zk;
 
 // Each test binary uses some of them: the rest are not unused code.
 #[allow(unused_imports)]
-pub use {exporter::*, http::*, metrics::*, wait::*, zk::*};
+pub use {exporter::*, failover::*, http::*, metrics::*, wait::*, zk::*};
 
 pub(crate) static COUNTER: AtomicU32 = AtomicU32::new(0);
 
