@@ -33,3 +33,16 @@ ensure_packages() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# Spark's jars and launch scripts from PyPI, without PySpark's Python
+# dependencies: the tests run Spark's JVM masters, not PySpark. Pinned, as
+# the layouts docs/configuration.md cites were checked against it.
+ensure_pypi_systems() {
+  local spec module
+  for spec in pyspark:pyspark==4.3.0; do
+    module="${spec%%:*}"
+    python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is None)" 2>/dev/null && continue
+    echo "installing from PyPI: ${spec#*:}" >&2
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps "${spec#*:}"
+  done
+}

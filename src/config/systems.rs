@@ -6,13 +6,14 @@ use super::ConfigError;
 use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
 
 /// The systems known, with the root their znodes live under by default.
-pub const KINDS: [(&str, &str); 6] = [
+pub const KINDS: [(&str, &str); 7] = [
     ("kafka", "/"),
     ("hbase", "/hbase"),
     ("hdfs", "/hadoop-ha"),
     ("solr", "/"),
     ("patroni", "/service"),
     ("clickhouse", "/clickhouse"),
+    ("spark", "/spark"),
 ];
 
 fn under(root: &str, rest: &str) -> String {
@@ -120,6 +121,11 @@ pub(super) fn expand(
                     ..group(under(&root, "/tables/*/*/replicas"))
                 });
             }
+            // The standalone masters' leader latch (Curator's LeaderLatch
+            // at `spark.deploy.zookeeper.dir`/leader_election: EPHEMERAL_
+            // SEQUENTIAL `_c_<uuid>-latch-N` with empty data; Spark 4.3):
+            // named by the host of the session holding each latch node.
+            "spark" => elections.push(sequential(under(&root, "/leader_election"), "owner-host")),
             // The overseer election with the overseer's own record of who
             // leads (`{"id": "<master node name>"}`), and every shard's
             // leader election.

@@ -200,7 +200,7 @@ pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
 /// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`,
 /// Patroni's `<scope>/leader` beside `members` and `initialize`,
 /// ClickHouse's `tables/<shard>/<table>/leader_election` beside `replicas`
-/// and `block_numbers`.
+/// and `block_numbers`, Spark's `leader_election` beside `master_status`.
 pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     let has = |p: &str| walk.nodes.contains_key(p);
     let mut found = BTreeSet::new();
@@ -222,6 +222,9 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
             }
             "leader" if dir != "/" && sibling("members") && sibling("initialize") => {
                 found.insert(("patroni", parent_of(dir).to_owned()));
+            }
+            "leader_election" if sibling("master_status") => {
+                found.insert(("spark", dir.to_owned()));
             }
             "leader_election" if sibling("replicas") && sibling("block_numbers") => {
                 let tables = parent_of(parent_of(dir));
