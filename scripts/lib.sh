@@ -34,12 +34,13 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Spark's jars and launch scripts from PyPI, without PySpark's Python
-# dependencies: the tests run Spark's JVM masters, not PySpark. Pinned, as
+# Spark's and Flink's jars (and Spark's launch scripts) from PyPI, without
+# their Python dependencies: the tests run the JVM masters and
+# JobManagers, not PySpark or PyFlink. Pinned, as
 # the layouts docs/configuration.md cites were checked against it.
 ensure_pypi_systems() {
   local spec module
-  for spec in pyspark:pyspark==4.3.0; do
+  for spec in pyspark:pyspark==4.3.0 pyflink:apache-flink-libraries==2.3.0; do
     module="${spec%%:*}"
     python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is None)" 2>/dev/null && continue
     echo "installing from PyPI: ${spec#*:}" >&2

@@ -59,7 +59,7 @@ pub struct ConfigArgs {
     pub groups: Vec<String>,
 
     /// A known system's elections and registries in one flag: kafka, hbase,
-    /// hdfs, solr, patroni, clickhouse or spark, optionally with the root its znodes live under
+    /// hdfs, solr, patroni, clickhouse, spark or flink, optionally with the root its znodes live under
     /// (`kafka:/kafka-prod`); repeatable. Replaces the first cluster's systems.
     #[arg(
         long = "system",

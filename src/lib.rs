@@ -30,7 +30,9 @@
 //! **Models** ([`model`]) are plain data with no I/O and no clock: events and
 //! a [`model::Now`] go in. A master switch is decided in [`model::election`]
 //! (lowest sequence is master; a different node becoming master is a
-//! switch); a tree of elections is a [`model::election_tree`], and a tree's
+//! switch); a tree of elections is a [`model::election_tree`] (whose
+//! candidates a recipe without data names by their owner session, from
+//! ghost-check rounds or a record in [`model::outer_record`]), and a tree's
 //! content is one [`model::content::TreeContent`] (elections, groups,
 //! locks); [`model::ghost`] judges owner sessions from evidence and
 //! [`model::ghost_flags`] turns its rounds into ghost flags;

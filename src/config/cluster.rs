@@ -13,6 +13,7 @@ use crate::model::candidate::IdentityMode;
 use crate::model::election_tree::{ElectionSpec, NodeSpec, Standbys, Style};
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
+use crate::model::outer_record::OuterRecord;
 use crate::model::tree::TreePattern;
 
 /// `session_timeout` and `latency_read_interval`.
@@ -248,20 +249,11 @@ fn validate_elections(
         let (pattern, style, record) = match e.style.as_deref() {
             None | Some("sequential") => {
                 let pattern = TreePattern::parse(&e.path).map_err(path_error)?;
-                // The record is a sibling of the one election node.
-                let record = match &e.record {
-                    Some(_) if !pattern.is_single() => {
-                        return Err(ConfigError::new(
-                            format!("{ekey}.record"),
-                            "a sequential election's record applies to a single election (no `*` in path)",
-                        ));
-                    }
-                    Some(r) => {
-                        let (parent, _) = TreePattern::split_node(&e.path).map_err(path_error)?;
-                        Some(record_sibling(&ekey, r, &parent, &e.path)?)
-                    }
-                    None => None,
-                };
+                let record = e
+                    .record
+                    .as_ref()
+                    .map(|r| outer_record(&ekey, r, &pattern))
+                    .transpose()?;
                 (pattern, Style::Sequential, record)
             }
             Some("node") => {
@@ -298,6 +290,14 @@ fn validate_elections(
         }
         let identity = IdentityMode::parse(e.identity.as_deref().unwrap_or("data"))
             .map_err(|m| ConfigError::new(format!("{ekey}.identity"), m))?;
+        if matches!(identity, IdentityMode::OwnerRecord)
+            && !(style.is_sequential() && record.is_some())
+        {
+            return Err(ConfigError::new(
+                format!("{ekey}.identity"),
+                "\"owner-record\" names a candidate by the election's record its session wrote: give a sequential election a `record`",
+            ));
+        }
         if e.min_candidates == Some(0) {
             return Err(ConfigError::new(
                 format!("{ekey}.min_candidates"),
@@ -329,6 +329,49 @@ fn validate_elections(
     Ok(elections)
 }
 
+/// A sequential election's record: beside the election node or below a
+/// sibling of it (`/flink/*/leader/rest_server/connection_info` for the
+/// elections `/flink/*/leader/latch`), as a path from the election's
+/// parent without `*`. A glob of elections needs a literal last segment:
+/// a record's path must tell its election.
+fn outer_record(
+    ekey: &str,
+    r: &super::raw::RawRecord,
+    pattern: &TreePattern,
+) -> Result<(String, IdentityMode), ConfigError> {
+    let key = format!("{ekey}.record.path");
+    if OuterRecord::new(pattern.clone(), "record").is_none() {
+        return Err(ConfigError::new(
+            key,
+            "a record of every election a glob matches needs the election node named (a last segment that is not `*`), so that a record's path tells its election",
+        ));
+    }
+    let prefix = match parent_text(pattern.as_str()) {
+        "" => "/".to_owned(),
+        parent => format!("{parent}/"),
+    };
+    let relative = r.path.strip_prefix(&prefix).unwrap_or_default();
+    if relative.is_empty() || relative.split('/').any(|s| s.is_empty() || s == "*") {
+        return Err(ConfigError::new(
+            key,
+            format!(
+                "`{}` must be beside the election node `{}` or below a sibling of it (under `{prefix}`, without `*`)",
+                r.path,
+                pattern.as_str()
+            ),
+        ));
+    }
+    let mode = record_mode(ekey, r)?;
+    Ok((relative.to_owned(), mode))
+}
+
+fn parent_text(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "",
+        Some(cut) => &path[..cut],
+    }
+}
+
 /// The name of `path`, which must be a sibling of the election node
 /// `election` (whose parents `parent` matches).
 fn sibling(
@@ -356,16 +399,21 @@ fn record_sibling(
     parent: &TreePattern,
     election: &str,
 ) -> Result<(String, IdentityMode), ConfigError> {
+    let mode = record_mode(ekey, r)?;
+    let name = sibling(format!("{ekey}.record.path"), &r.path, parent, election)?;
+    Ok((name, mode))
+}
+
+fn record_mode(ekey: &str, r: &super::raw::RawRecord) -> Result<IdentityMode, ConfigError> {
     let mode = IdentityMode::parse(r.identity.as_deref().unwrap_or("data"))
         .map_err(|m| ConfigError::new(format!("{ekey}.record.identity"), m))?;
-    if mode.owner_part().is_some() {
+    if mode.named_by_owner() {
         return Err(ConfigError::new(
             format!("{ekey}.record.identity"),
             "a record names who the application says is master, from its own data; owner-* names election candidates only",
         ));
     }
-    let name = sibling(format!("{ekey}.record.path"), &r.path, parent, election)?;
-    Ok((name, mode))
+    Ok(mode)
 }
 
 /// The node style of election `e` (`pattern` holds its node `name`): its
@@ -424,7 +472,7 @@ fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, Co
                 m.replace("identity mode", "member mode"),
             )
         })?;
-        if member.owner_part().is_some() {
+        if member.named_by_owner() {
             return Err(ConfigError::new(
                 format!("{gkey}.member"),
                 "a member is named from its own node; owner-* names election candidates only",

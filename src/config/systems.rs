@@ -6,7 +6,7 @@ use super::ConfigError;
 use super::raw::{RawElection, RawGroup, RawRecord, RawSystem};
 
 /// The systems known, with the root their znodes live under by default.
-pub const KINDS: [(&str, &str); 7] = [
+pub const KINDS: [(&str, &str); 8] = [
     ("kafka", "/"),
     ("hbase", "/hbase"),
     ("hdfs", "/hadoop-ha"),
@@ -14,6 +14,7 @@ pub const KINDS: [(&str, &str); 7] = [
     ("patroni", "/service"),
     ("clickhouse", "/clickhouse"),
     ("spark", "/spark"),
+    ("flink", "/flink"),
 ];
 
 fn under(root: &str, rest: &str) -> String {
@@ -126,6 +127,18 @@ pub(super) fn expand(
             // SEQUENTIAL `_c_<uuid>-latch-N` with empty data; Spark 4.3):
             // named by the host of the session holding each latch node.
             "spark" => elections.push(sequential(under(&root, "/leader_election"), "owner-host")),
+            // Every cluster id's leader latch (Curator's LeaderLatch at
+            // ROOT/<cluster-id>/leader/latch, empty data), named by the
+            // leader information the latch holder publishes beside it: the
+            // REST server's, EPHEMERAL, a Java serialization of its URL
+            // (Flink 2.3).
+            "flink" => elections.push(RawElection {
+                record: Some(RawRecord {
+                    path: under(&root, "/*/leader/rest_server/connection_info"),
+                    identity: Some("flink".into()),
+                }),
+                ..sequential(under(&root, "/*/leader/latch"), "owner-record")
+            }),
             // The overseer election with the overseer's own record of who
             // leads (`{"id": "<master node name>"}`), and every shard's
             // leader election.

@@ -112,6 +112,14 @@ pub enum IdentityMode {
     /// ghost check's rounds, and leaves them unnamed (empty) until a round
     /// lists their session.
     Owner(OwnerPart),
+    /// The election's record, for the candidate whose session owns the
+    /// record's node (Flink's leader information, written by the leader
+    /// beside its latch): read with the record's own mode, by the
+    /// election tree; the other candidates stay unnamed.
+    OwnerRecord,
+    /// The address in Flink's leader information: the first string a
+    /// Java `ObjectOutputStream` wrote with `writeUTF`.
+    Flink,
 }
 
 /// What of the owner session's client address names a candidate.
@@ -151,7 +159,15 @@ impl IdentityMode {
             Self::Hdfs => "hdfs".into(),
             Self::Owner(OwnerPart::Host) => "owner-host".into(),
             Self::Owner(OwnerPart::Address) => "owner-address".into(),
+            Self::OwnerRecord => "owner-record".into(),
+            Self::Flink => "flink".into(),
         }
+    }
+
+    /// Whether candidates are named by their owner session (`owner-*`)
+    /// rather than from their node.
+    pub fn named_by_owner(&self) -> bool {
+        matches!(self, Self::Owner(_) | Self::OwnerRecord)
     }
 
     /// The part of the owner session's address this mode names a
@@ -164,11 +180,14 @@ impl IdentityMode {
     }
 
     /// Parses `data`, `node`, `json:/pointer`, `regex:PATTERN`,
-    /// `protobuf:N[.N…]`, `hbase`, `hdfs`, `owner-host` or `owner-address`.
+    /// `protobuf:N[.N…]`, `hbase`, `hdfs`, `flink`, `owner-host`,
+    /// `owner-address` or `owner-record`.
     pub fn parse(spec: &str) -> Result<Self, String> {
         match spec {
             "owner-host" => return Ok(Self::Owner(OwnerPart::Host)),
             "owner-address" => return Ok(Self::Owner(OwnerPart::Address)),
+            "owner-record" => return Ok(Self::OwnerRecord),
+            "flink" => return Ok(Self::Flink),
             "data" => return Ok(Self::Data),
             "node" => return Ok(Self::Node),
             "hbase" => return Ok(Self::Hbase),
@@ -207,7 +226,7 @@ impl IdentityMode {
             return Ok(Self::Regex(regex));
         }
         Err(format!(
-            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\", \"hdfs\", \"owner-host\" or \"owner-address\""
+            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\", \"hdfs\", \"flink\", \"owner-host\", \"owner-address\" or \"owner-record\""
         ))
     }
 
@@ -220,7 +239,8 @@ impl IdentityMode {
     pub fn extract(&self, name: &str, data: &[u8]) -> String {
         let raw = match self {
             // Not in the node: named by the election tree (see the variant).
-            Self::Node | Self::Owner(_) => None,
+            Self::Node | Self::Owner(_) | Self::OwnerRecord => None,
+            Self::Flink => java_utf(data),
             Self::Data => text_prefix(data),
             Self::Protobuf(path) => {
                 protobuf::path(protobuf::strip_hbase_prefix(data), path).and_then(|v| v.text())
@@ -254,6 +274,25 @@ impl IdentityMode {
             cleaned
         }
     }
+}
+
+/// The first string of a Java serialization stream written with
+/// `writeUTF` (magic `AC ED 00 05`, then a block of data holding a 2-byte
+/// length and the modified UTF-8 bytes); `None` for anything else.
+fn java_utf(data: &[u8]) -> Option<String> {
+    let rest = data.strip_prefix(&[0xAC, 0xED, 0x00, 0x05])?;
+    let block = match rest.first()? {
+        0x77 => rest.get(2..2 + usize::from(*rest.get(1)?))?,
+        0x7A => {
+            let len = u32::from_be_bytes(rest.get(1..5)?.try_into().ok()?);
+            rest.get(5..5 + usize::try_from(len).ok()?)?
+        }
+        _ => return None,
+    };
+    let len = usize::from(u16::from_be_bytes(block.get(..2)?.try_into().ok()?));
+    std::str::from_utf8(block.get(2..2 + len)?)
+        .ok()
+        .map(str::to_owned)
 }
 
 fn lossy_prefix(data: &[u8]) -> String {
@@ -476,5 +515,34 @@ mod tests {
                 prop_assert!(id.chars().count() <= MAX_IDENTITY_CHARS);
             }
         }
+    }
+
+    #[test]
+    fn flinks_leader_information_names_its_address() {
+        let flink = IdentityMode::parse("flink").unwrap();
+        // As Flink 2.3 wrote it: writeUTF(address), writeObject(UUID).
+        let mut data = vec![0xAC, 0xED, 0x00, 0x05, 0x77, 0x17, 0x00, 0x15];
+        data.extend_from_slice(b"http://127.0.0.1:8181sr\x00\x0ejava.util.UUID");
+        assert_eq!(
+            flink.extract("connection_info", &data),
+            "http://127.0.0.1:8181"
+        );
+        let mut long = vec![0xAC, 0xED, 0x00, 0x05, 0x7A, 0, 0, 0, 5, 0x00, 0x03];
+        long.extend_from_slice(b"abc");
+        assert_eq!(flink.extract("n", &long), "abc");
+        for bad in [
+            &b""[..],
+            b"\xAC\xED\x00\x05",
+            b"\xAC\xED\x00\x05\x77\x09\x00\x30ab",
+            b"plain",
+        ] {
+            assert_eq!(flink.extract("n", bad), "n", "{bad:?}");
+        }
+        assert_eq!(
+            IdentityMode::parse("owner-record").unwrap().spec(),
+            "owner-record"
+        );
+        assert!(IdentityMode::OwnerRecord.named_by_owner());
+        assert!(!IdentityMode::Flink.named_by_owner());
     }
 }

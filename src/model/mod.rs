@@ -17,6 +17,7 @@ pub mod groups;
 pub mod histogram;
 pub mod locks;
 pub mod now;
+pub mod outer_record;
 pub mod pattern;
 pub mod protobuf;
 pub mod reload;

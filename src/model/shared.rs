@@ -339,8 +339,8 @@ pub struct WatchPlan {
     /// It holds sequential elections, whose election nodes must be
     /// persistent (their children are the candidates).
     pub sequential: bool,
-    /// Its outer record: (record path, election path).
-    pub outer_record: Option<(String, String)>,
+    /// Where its elections keep their records, outside the tree.
+    pub outer_record: Option<super::outer_record::OuterRecord>,
     /// A group whose members are live while they hold a child of this name.
     pub alive: Option<String>,
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use super::outer_record::OuterRecord;
 pub use super::pattern::{PathKind, TreePattern};
 
 pub use super::child::ChildNode;
@@ -217,44 +218,31 @@ impl Tree {
         }
     }
 
-    /// A single sequential election's record, which lives beside the
-    /// election node and so outside what the tree lists: (record path,
-    /// election path).
-    pub fn outer_record(&self) -> Option<(String, String)> {
+    /// Where a sequential tree's elections keep their records, outside
+    /// what the tree lists (see [`OuterRecord`]).
+    pub fn outer_record(&self) -> Option<OuterRecord> {
         let spec = self.as_elections()?.spec();
-        let (name, _) = spec.record.as_ref()?;
-        if !spec.style.is_sequential() || !self.pattern.is_single() {
+        let (relative, _) = spec.record.as_ref()?;
+        if !spec.style.is_sequential() {
             return None;
         }
-        let election = self.pattern.as_str().to_owned();
-        let parent = match election.rfind('/') {
-            Some(0) | None => "/",
-            Some(cut) => &election[..cut],
-        };
-        let record = if parent == "/" {
-            format!("/{name}")
-        } else {
-            format!("{parent}/{name}")
-        };
-        Some((record, election))
+        OuterRecord::new(self.pattern.clone(), relative)
     }
 
     /// Where the tree's recursive watch is placed: the glob's literal
     /// prefix, or the election's parent when an outer record must be seen.
     pub fn watch_root(&self) -> String {
         match self.outer_record() {
-            Some((record, _)) => match record.rfind('/') {
-                Some(0) | None => "/".into(),
-                Some(cut) => record[..cut].to_owned(),
-            },
+            Some(record) => record.watch_root(),
             None => self.pattern.root(),
         }
     }
 
-    /// The record of sequential election `election` was read.
-    pub fn outer_record_read(&mut self, election: &str, data: Option<&[u8]>) {
+    /// The record of sequential election `election` was read: its data
+    /// and owner session, `None` when it does not exist.
+    pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>) {
         if let TreeKind::Elections(e) = &mut self.kind {
-            e.outer_record_read(election, data);
+            e.outer_record_read(election, read);
         }
     }
 

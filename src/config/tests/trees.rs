@@ -147,13 +147,48 @@ fn a_sequential_election_takes_a_record_beside_its_node() {
             "{base}[[clusters.elections]]\npath=\"/overseer_elect/election\"\n\
              record={{ path=\"/elsewhere/leader\" }}\n"
         )),
-        "clusters[0].elections[0].record.path: `/elsewhere/leader` must be a sibling of the election node `/overseer_elect/election`"
+        "clusters[0].elections[0].record.path: `/elsewhere/leader` must be beside the election node `/overseer_elect/election` or below a sibling of it (under `/overseer_elect/`, without `*`)"
     );
+    let glob_err = err(&format!(
+        "{base}[[clusters.elections]]\npath=\"/bots/*\"\nrecord={{ path=\"/bots/leader\" }}\n"
+    ));
     assert!(
-        err(&format!(
-            "{base}[[clusters.elections]]\npath=\"/bots/*\"\nrecord={{ path=\"/bots/leader\" }}\n"
-        ))
-        .starts_with("clusters[0].elections[0].record: a sequential election's record applies to a single election")
+        glob_err.starts_with("clusters[0].elections[0].record.path: a record of every election a glob matches needs the election node named"),
+        "{glob_err}"
+    );
+    // Every election of a glob with its record below a sibling (Flink).
+    let c = load_file(
+        &format!(
+            "{base}[[clusters.elections]]\npath=\"/flink/*/leader/latch\"\nidentity=\"owner-record\"\n\
+             record={{ path=\"/flink/*/leader/rest_server/connection_info\", identity=\"flink\" }}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let spec = &c.clusters[0].elections[0].spec;
+    assert_eq!(
+        spec.record.as_ref().map(|(r, m)| (r.as_str(), m.spec())),
+        Some(("rest_server/connection_info", "flink".to_owned()))
+    );
+    for bad in [
+        "/flink/*/leader/*/connection_info",
+        "/flink/*/leader",
+        "/flink/x/leader/info",
+    ] {
+        let e = err(&format!(
+            "{base}[[clusters.elections]]\npath=\"/flink/*/leader/latch\"\nrecord={{ path=\"{bad}\" }}\n"
+        ));
+        assert!(
+            e.starts_with("clusters[0].elections[0].record.path: "),
+            "{bad}: {e}"
+        );
+    }
+    let no_record = err(&format!(
+        "{base}[[clusters.elections]]\npath=\"/e\"\nidentity=\"owner-record\"\n"
+    ));
+    assert!(
+        no_record.starts_with("clusters[0].elections[0].identity: "),
+        "{no_record}"
     );
 }
 
@@ -202,7 +237,7 @@ fn known_systems_expand_to_their_layouts() {
     assert!(!cluster.discovery.enabled);
     assert_eq!(
         err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
-        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse, spark"
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse, spark, flink"
     );
     let o = Overrides {
         zk: Some("a:1".into()),
@@ -334,5 +369,21 @@ fn owner_identities_need_the_ghost_check_and_name_only_candidates() {
     assert!(
         record.starts_with("clusters[0].elections[0].record.identity: "),
         "{record}"
+    );
+}
+
+#[test]
+fn flink_is_every_cluster_ids_latch_named_by_its_leader_information() {
+    let c = load_file(
+        "[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"flink\"\n",
+        &[],
+    )
+    .unwrap();
+    let e = &c.clusters[0].elections[0];
+    assert_eq!(e.pattern.as_str(), "/flink/*/leader/latch");
+    assert_eq!(e.spec.identity.spec(), "owner-record");
+    assert_eq!(
+        e.spec.record.as_ref().map(|(r, m)| (r.as_str(), m.spec())),
+        Some(("rest_server/connection_info", "flink".to_owned()))
     );
 }

@@ -121,11 +121,11 @@ pub enum TreeChange {
         parent: String,
         name: String,
     },
-    /// The record beside a sequential election node was read (`None`: it
-    /// does not exist).
+    /// The record of a sequential election (outside the tree) was read:
+    /// its data and owner session (`None`: it does not exist).
     OuterRecord {
         election: String,
-        data: Option<Vec<u8>>,
+        read: Option<(Vec<u8>, i64)>,
     },
 }
 
@@ -399,9 +399,10 @@ impl ClusterState {
             TreeChange::ChildDeleted { parent, name } => {
                 self.child_deleted(id, &parent, &name, now)
             }
-            TreeChange::OuterRecord { election, data } => {
+            TreeChange::OuterRecord { election, read } => {
                 if let Some(tree) = self.tree_mut(id) {
-                    tree.outer_record_read(&election, data.as_deref());
+                    let read = read.as_ref().map(|(data, owner)| (data.as_slice(), *owner));
+                    tree.outer_record_read(&election, read);
                 }
             }
         }

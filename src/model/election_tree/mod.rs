@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
 
 use super::candidate::Candidate;
-use super::candidate::{IdentityMode, parse_sequence};
+use super::candidate::parse_sequence;
 use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
 use super::election::Election;
@@ -72,97 +72,6 @@ impl Entry {
     }
 }
 
-/// How an election tree is read and exported.
-#[derive(Debug, Clone)]
-pub struct ElectionSpec {
-    /// How a candidate's identity is read from its node.
-    pub identity: IdentityMode,
-    pub style: Style,
-    /// Fewest candidates (master plus standbys) each election should have;
-    /// exported as `zookeeper_election_min_candidates` so one alert rule
-    /// covers every election, and absent (no alert) when not configured:
-    /// exclusive designs keep only the master's node.
-    pub min_candidates: Option<u32>,
-    /// A sibling of the election node where the application writes who it
-    /// believes is master (HDFS's `ActiveBreadCrumb` beside a node election,
-    /// Solr's `leader` beside its sequential `election`), read with its own
-    /// identity mode.
-    pub record: Option<(String, IdentityMode)>,
-    /// Overrides `alerting.no_master_for` for these elections.
-    pub no_master_for: Option<std::time::Duration>,
-}
-
-impl From<IdentityMode> for ElectionSpec {
-    fn from(identity: IdentityMode) -> Self {
-        Self {
-            identity,
-            style: Style::Sequential,
-            min_candidates: None,
-            record: None,
-            no_master_for: None,
-        }
-    }
-}
-
-/// How an election's master is found (see the module doc).
-#[derive(Debug, Clone)]
-pub enum Style {
-    Sequential,
-    /// The election is one child of each node the tree matches.
-    Node(NodeSpec),
-}
-
-impl Style {
-    /// A node election of `name` with nothing else configured.
-    pub fn node(name: impl Into<String>) -> Self {
-        Style::Node(NodeSpec {
-            name: name.into(),
-            epoch: None,
-            standbys: None,
-        })
-    }
-
-    pub fn is_sequential(&self) -> bool {
-        matches!(self, Style::Sequential)
-    }
-}
-
-/// A node election: its node and the siblings that tell more about it.
-#[derive(Debug, Clone)]
-pub struct NodeSpec {
-    /// Name of the election node under each matched parent.
-    pub name: String,
-    /// A sibling holding the fencing epoch as an integer (Kafka's
-    /// `controller_epoch`).
-    pub epoch: Option<String>,
-    /// A registry whose ephemeral children are the standbys; watched as a
-    /// group tree of its own.
-    pub standbys: Option<Standbys>,
-}
-
-/// Where a node election's standbys register.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standbys {
-    /// One registry for one election (Kafka's `/brokers/ids`).
-    Registry(String),
-    /// A sibling of each election's node (Patroni's `members` beside each
-    /// scope's `leader`): every election of a glob has its own.
-    Sibling(String),
-}
-
-impl Standbys {
-    /// The registry of the election whose node is at `election`.
-    pub fn registry_of(&self, election: &str) -> String {
-        match self {
-            Standbys::Registry(path) => path.clone(),
-            Standbys::Sibling(name) => match election.rfind('/') {
-                Some(0) | None => format!("/{name}"),
-                Some(cut) => format!("{}/{name}", &election[..cut]),
-            },
-        }
-    }
-}
-
 /// What a node election's siblings say.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
@@ -203,9 +112,10 @@ fn notice_shortfall(spec: &ElectionSpec, election: &mut Election, before: usize,
 pub struct ElectionTree {
     spec: ElectionSpec,
     elections: BTreeMap<Box<str>, Box<Entry>>,
-    /// A sequential election's record lives beside the election node,
-    /// outside what the tree lists: who it names, by election.
-    outer_records: BTreeMap<String, String>,
+    /// A sequential election's record lives outside what the tree lists
+    /// (see [`OuterRecord`](super::outer_record::OuterRecord)): who it
+    /// names and the session owning it, by election.
+    outer_records: BTreeMap<String, (String, i64)>,
     masterless: Histogram,
     /// Switches of every election, deleted ones included.
     switches: u64,
@@ -227,45 +137,6 @@ impl ElectionTree {
             masterless: Histogram::new(PERIOD_BUCKETS),
             events: Vec::new(),
             owner_addresses: HashMap::new(),
-        }
-    }
-
-    /// A new election of this tree, from its first candidates.
-    fn fresh(&self, candidates: Vec<Candidate>, now: Now) -> Election {
-        let election = Election::new(candidates, now);
-        match self.spec.identity.owner_part() {
-            Some(_) => election.named_by_owner(),
-            None => election,
-        }
-    }
-
-    /// With an `owner-*` identity, names every candidate by its owner
-    /// session's client address as `address_of` (the ghost check) knows
-    /// it; a master named anew is a timeline entry. A candidate whose
-    /// session no round has listed stays unnamed: nothing is guessed.
-    pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) {
-        let Some(part) = self.spec.identity.owner_part() else {
-            return;
-        };
-        let mut addresses = HashMap::new();
-        for entry in self.elections.values() {
-            for owner in entry.election.owners() {
-                if let Some(address) = address_of(owner) {
-                    addresses.insert(owner, Box::<str>::from(address));
-                }
-            }
-        }
-        self.owner_addresses = addresses;
-        let names = &self.owner_addresses;
-        for (path, entry) in &mut self.elections {
-            let renamed = entry
-                .election
-                .name_owners(|owner| names.get(&owner).map(|a| part.of(a)));
-            if let Some(m) = entry.election.master().filter(|_| renamed) {
-                let master = Master::of(&m);
-                self.events
-                    .push((path.to_string(), What::MasterNamed { master }));
-            }
         }
     }
 
@@ -301,15 +172,11 @@ impl ElectionTree {
         }
     }
 
-    fn candidate(&self, child: &ChildNode) -> Option<Candidate> {
+    fn candidate(&self, election: &str, child: &ChildNode) -> Option<Candidate> {
         let sequence = self.sequence(&child.name, child.ephemeral_owner != 0)?;
-        let identity = match self.spec.identity.owner_part() {
-            Some(part) => self
-                .owner_addresses
-                .get(&child.ephemeral_owner)
-                .map_or_else(String::new, |a| part.of(a).to_owned()),
-            None => self.spec.identity.extract(&child.name, &child.data),
-        };
+        let identity = self
+            .owner_identity(election, child.ephemeral_owner)
+            .unwrap_or_else(|| self.spec.identity.extract(&child.name, &child.data));
         Some(Candidate {
             identity,
             name: child.name.clone(),
@@ -320,11 +187,11 @@ impl ElectionTree {
         })
     }
 
-    fn split(&self, children: Vec<ChildNode>) -> (Vec<Candidate>, Others) {
+    fn split(&self, election: &str, children: Vec<ChildNode>) -> (Vec<Candidate>, Others) {
         let mut candidates = Vec::with_capacity(children.len());
         let mut others = Others::default();
         for child in children.into_iter().filter(|c| self.concerns(&c.name)) {
-            match self.candidate(&child) {
+            match self.candidate(election, &child) {
                 Some(c) => candidates.push(c),
                 None if child.ephemeral_owner != 0 => {
                     others.ephemeral.insert(child.name);
@@ -377,28 +244,10 @@ impl ElectionTree {
     /// Who the record of election `path` names, if it has one and it was read.
     pub fn record(&self, path: &str) -> Option<&str> {
         match self.spec.style {
-            Style::Sequential => self.outer_records.get(path),
+            Style::Sequential => self.outer_records.get(path).map(|(named, _)| named),
             Style::Node(_) => self.elections.get(path)?.facts.as_ref()?.record.as_ref(),
         }
         .map(String::as_str)
-    }
-
-    /// The record of sequential election `election` was read (`None`: it
-    /// does not exist). Kept even while the election is unknown: the
-    /// record may be written before the election node is seen.
-    pub fn outer_record_read(&mut self, election: &str, data: Option<&[u8]>) {
-        let Some((name, mode)) = &self.spec.record else {
-            return;
-        };
-        match data {
-            Some(d) => {
-                let named = mode.extract(name, d);
-                self.outer_records.insert(election.to_owned(), named);
-            }
-            None => {
-                self.outer_records.remove(election);
-            }
-        }
     }
 
     /// Timeline entries since the last call, by election.
@@ -473,7 +322,7 @@ impl TreeContent for ElectionTree {
                     }
                 }
             }
-            let (candidates, others) = self.split(children);
+            let (candidates, others) = self.split(&path, children);
             match self.elections.get_mut(path.as_str()) {
                 Some(entry) => {
                     let election = std::mem::replace(&mut entry.election, Election::new([], now));
@@ -544,7 +393,7 @@ impl TreeContent for ElectionTree {
         if !self.elections.contains_key(election.as_str()) {
             self.parent_created(parent, now);
         }
-        let candidate = self.candidate(&child);
+        let candidate = self.candidate(&election, &child);
         let Some(entry) = self.elections.get_mut(election.as_str()) else {
             return;
         };
@@ -660,6 +509,11 @@ impl TreeContent for ElectionTree {
         self.elections.values().map(|e| e.others_len()).sum()
     }
 }
+
+mod naming;
+mod spec;
+
+pub use spec::{ElectionSpec, NodeSpec, Standbys, Style};
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::candidate::IdentityMode;
 use std::time::Instant;
 
 fn child(name: &str, ephemeral: bool) -> ChildNode {
@@ -148,7 +149,7 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
     // Read before the election is listed: kept, not an election.
     tree.outer_record_read(
         election,
-        Some(br#"{"id":"72-host:8983_solr-n_0000000001"}"#),
+        Some((br#"{"id":"72-host:8983_solr-n_0000000001"}"#, 0)),
     );
     assert_eq!(tree.parent_count(), 0);
     tree.apply_listing(
@@ -164,7 +165,7 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
         Some("72-host:8983_solr-n_0000000001")
     );
     // A record that is no JSON names nothing it could agree with.
-    tree.outer_record_read(election, Some(b"garbage"));
+    tree.outer_record_read(election, Some((b"garbage", 0)));
     assert_ne!(
         tree.record(election),
         Some("72-host:8983_solr-n_0000000001")
@@ -173,7 +174,7 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
     assert_eq!(tree.record(election), None);
     // Other sequential trees without a record ignore it.
     let mut plain = ElectionTree::new(IdentityMode::Node);
-    plain.outer_record_read(election, Some(b"x"));
+    plain.outer_record_read(election, Some((b"x", 0)));
     assert_eq!(plain.record(election), None);
 }
 
@@ -343,4 +344,64 @@ fn owner_identities_come_from_the_rounds_and_are_never_guessed() {
         &tree.take_events()[..],
         [(_, What::MasterNamed { .. })]
     ));
+}
+
+#[test]
+fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(ElectionSpec {
+        record: Some(("rest_server/connection_info".into(), IdentityMode::Flink)),
+        ..ElectionSpec::from(IdentityMode::OwnerRecord)
+    });
+    let e = "/flink/default/leader/latch";
+    let latch = |n: u32, owner| ChildNode {
+        name: format!("_c_{owner}-latch-{n:010}"),
+        data: Vec::new(),
+        ephemeral_owner: owner,
+        ctime_ms: 1_700_000_000_000,
+    };
+    // Flink's leader information: writeUTF(address), then the session UUID.
+    let info = |address: &str| {
+        let mut d = vec![0xAC, 0xED, 0x00, 0x05, 0x77, (address.len() + 2) as u8, 0];
+        d.push(address.len() as u8);
+        d.extend_from_slice(address.as_bytes());
+        d.extend_from_slice(b"sr\x00\x0ejava.util.UUID");
+        d
+    };
+    tree.apply_listing(
+        vec![(e.into(), vec![latch(0, 7), latch(1, 8)])],
+        now(t, 0),
+        false,
+    );
+    let ids = |tree: &ElectionTree| -> Vec<String> {
+        tree.election(e)
+            .unwrap()
+            .candidates()
+            .map(|c| c.2.to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&tree), ["", ""], "unnamed until the record is read");
+    tree.outer_record_read(e, Some((&info("http://10.0.0.5:8081"), 7)));
+    assert_eq!(ids(&tree), ["http://10.0.0.5:8081", ""]);
+    assert_eq!(tree.record(e), Some("http://10.0.0.5:8081"));
+    assert!(matches!(
+        &tree.take_events()[..],
+        [(_, What::MasterNamed { .. })]
+    ));
+    // The leader goes: its latch node and (with its session) its record.
+    tree.child_deleted(e, &latch(0, 7).name, now(t, 1));
+    tree.outer_record_read(e, None);
+    assert_eq!(ids(&tree), [""], "the new leader has not published yet");
+    // A record of another session than the master's names only that one.
+    tree.child_upserted(e, latch(2, 9), now(t, 2));
+    tree.outer_record_read(e, Some((&info("http://10.0.0.9:8081"), 9)));
+    assert_eq!(ids(&tree), ["", "http://10.0.0.9:8081"]);
+    // The new leader publishes.
+    tree.outer_record_read(e, Some((&info("http://10.0.0.6:8081"), 8)));
+    assert_eq!(ids(&tree)[0], "http://10.0.0.6:8081");
+    // A candidate joining after its session wrote the record is named at once.
+    let mut late = ElectionTree::new(tree.spec().clone());
+    late.outer_record_read(e, Some((&info("http://h:1"), 5)));
+    late.apply_listing(vec![(e.into(), vec![latch(4, 5)])], now(t, 3), false);
+    assert_eq!(ids(&late), ["http://h:1"]);
 }

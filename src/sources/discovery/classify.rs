@@ -200,7 +200,8 @@ pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
 /// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`,
 /// Patroni's `<scope>/leader` beside `members` and `initialize`,
 /// ClickHouse's `tables/<shard>/<table>/leader_election` beside `replicas`
-/// and `block_numbers`, Spark's `leader_election` beside `master_status`.
+/// and `block_numbers`, Spark's `leader_election` beside `master_status`,
+/// Flink's `<cluster-id>/leader/latch` beside `leader/rest_server`.
 pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
     let has = |p: &str| walk.nodes.contains_key(p);
     let mut found = BTreeSet::new();
@@ -223,6 +224,9 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
             "leader" if dir != "/" && sibling("members") && sibling("initialize") => {
                 found.insert(("patroni", parent_of(dir).to_owned()));
             }
+            "latch" if dir.ends_with("/leader") && sibling("rest_server") => {
+                found.insert(("flink", parent_of(parent_of(dir)).to_owned()));
+            }
             "leader_election" if sibling("master_status") => {
                 found.insert(("spark", dir.to_owned()));
             }
@@ -239,6 +243,22 @@ pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
         }
     }
     found
+}
+
+/// Nodes a recognised system writes that none of its trees watches, and
+/// that discovery must not take for generic trees: Flink's leader
+/// information (`<cluster-id>/leader/<component>`, one EPHEMERAL
+/// `connection_info` each) looks like a registry of one.
+fn claimed(kind: &str, root: &str) -> Vec<TreePattern> {
+    let globs: &[&str] = match kind {
+        "flink" => &["/*/leader/*"],
+        _ => &[],
+    };
+    let root = if root == "/" { "" } else { root };
+    globs
+        .iter()
+        .filter_map(|g| TreePattern::parse(&format!("{root}{g}")).ok())
+        .collect()
 }
 
 /// The trees `walk` shows that `watched` does not cover (configured globs
@@ -271,6 +291,7 @@ pub(super) fn found_trees(
             watched.push(tree.pattern().clone());
             trees.push((tree.with_source(TreeSource::Recognised), Some(kind)));
         }
+        watched.extend(claimed(kind, &root));
     }
     for kind in [Found::Election, Found::Lock, Found::Group] {
         let found: Vec<&str> = walk.of(kind).collect();
@@ -401,6 +422,47 @@ mod tests {
                 .into_iter()
                 .collect::<Vec<_>>(),
             vec!["/locks/l1"]
+        );
+    }
+
+    #[test]
+    fn spark_and_flink_are_recognised_at_any_root_and_flinks_leader_nodes_are_theirs() {
+        use Found::*;
+        let w = walk_of(&[
+            ("/ha", Other),
+            ("/ha/spark", Other),
+            ("/ha/spark/leader_election", Election),
+            ("/ha/spark/master_status", Empty),
+            ("/fl", Other),
+            ("/fl/app-1", Other),
+            ("/fl/app-1/leader", Other),
+            ("/fl/app-1/leader/latch", Election),
+            ("/fl/app-1/leader/rest_server", Group),
+            ("/fl/app-1/leader/dispatcher", Group),
+            // Not Flink's: a `latch` without the leader information.
+            ("/other/leader", Other),
+            ("/other/leader/latch", Election),
+        ]);
+        let found: Vec<(&str, String)> = recognise(&w).into_iter().collect();
+        assert_eq!(
+            found,
+            [
+                ("flink", "/fl".to_owned()),
+                ("spark", "/ha/spark".to_owned())
+            ]
+        );
+        let trees: Vec<(String, &str)> = found_trees(&w, Vec::new())
+            .into_iter()
+            .map(|(t, kind)| (t.pattern().as_str().to_owned(), kind.unwrap_or("-")))
+            .collect();
+        assert_eq!(
+            trees,
+            [
+                ("/fl/*/leader/latch".to_owned(), "flink"),
+                ("/ha/spark/leader_election".to_owned(), "spark"),
+                ("/other/leader/latch".to_owned(), "-"),
+            ],
+            "Flink's leader information is no generic group"
         );
     }
 }

@@ -15,6 +15,7 @@ use zookeeper_client::{AddWatchMode, Client, EventType, WatchedEvent};
 use super::read::{Op, as_child, as_children, join, multi_read};
 
 use crate::model::Now;
+use crate::model::outer_record::OuterRecord;
 use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern};
 use crate::model::{SharedCluster, TreeChange, WatchPlan};
 
@@ -192,25 +193,29 @@ pub async fn list_part(
 }
 
 /// The election whose outer record is at `path`, if the tree has one.
-fn election_of_record<'a>(plan: &'a WatchPlan, path: &str) -> Option<&'a str> {
-    plan.outer_record
-        .as_ref()
-        .filter(|(record, _)| record == path)
-        .map(|(_, election)| election.as_str())
+fn election_of_record(plan: &WatchPlan, path: &str) -> Option<String> {
+    plan.outer_record.as_ref()?.election_of(path)
 }
 
-/// Reads the outer record of a sequential election: the change to apply
+/// Reads the outer records of `elections` (the listed ones, or the one
+/// election a single glob names) in one multi-read: the changes to apply
 /// after the tree's listing.
-pub async fn read_outer_record(
+pub async fn read_outer_records(
     client: &Client,
-    (record, election): (String, String),
+    record: &OuterRecord,
+    elections: Vec<String>,
     state: &SharedCluster,
-) -> Result<TreeChange, zookeeper_client::Error> {
-    let read = read_children(client, std::slice::from_ref(&record), state).await?;
-    Ok(TreeChange::OuterRecord {
-        election,
-        data: read.into_iter().next().flatten().map(|n| n.data),
-    })
+) -> Result<Vec<TreeChange>, zookeeper_client::Error> {
+    let paths: Vec<String> = elections.iter().map(|e| record.record_of(e)).collect();
+    let read = read_children(client, &paths, state).await?;
+    Ok(elections
+        .into_iter()
+        .zip(read)
+        .map(|(election, node)| TreeChange::OuterRecord {
+            election,
+            read: node.map(|n| (n.data, n.ephemeral_owner)),
+        })
+        .collect())
 }
 
 /// What applying a batch of events showed.
@@ -312,13 +317,14 @@ fn change_of(
         return marker_change(route, e, node);
     }
     if let Some(election) = election_of_record(route, path) {
-        let data = match e.event.event_type {
+        let read = match e.event.event_type {
             EventType::NodeDeleted => None,
-            EventType::NodeCreated | EventType::NodeDataChanged => node.map(|n| n.data.clone()),
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                node.map(|n| (n.data.clone(), n.ephemeral_owner))
+            }
             _ => return None,
         };
-        let election = election.to_owned();
-        return Some(Ok(TreeChange::OuterRecord { election, data }));
+        return Some(Ok(TreeChange::OuterRecord { election, read }));
     }
     let change = match (route.pattern.classify(path), e.event.event_type) {
         (PathKind::Parent, EventType::NodeCreated) => {

@@ -20,7 +20,7 @@ use super::oneshot::{self, Sink};
 use super::read::{Op, multi_read};
 use super::watch::{
     Applied, LISTING_SLICE, MAX_EVENTS_PER_BATCH, TreeEvent, TreeWatch, apply_events, list_parents,
-    list_part, read_outer_record, start_watch,
+    list_part, read_outer_records, start_watch,
 };
 use crate::config::{ClusterConfig, WatchMode};
 use crate::fourlw::parse::parse_members;
@@ -508,13 +508,22 @@ impl<'a> Session<'a> {
                     listed.extend(part.iter().map(|(p, _)| p.clone()));
                     self.state.tree_listing_part(id, part, Now::current());
                 }
-                let record = match plan.outer_record.clone() {
-                    Some(r) => Some(read_outer_record(&self.client, r, &self.state).await?),
-                    None => None,
+                let records = match &plan.outer_record {
+                    Some(r) => {
+                        // A single election's record is read even before
+                        // its election node exists.
+                        let elections = match plan.pattern.is_single() {
+                            true => vec![plan.pattern.as_str().to_owned()],
+                            false => listed.iter().cloned().collect(),
+                        };
+                        read_outer_records(&self.client, r, elections, &self.state).await?
+                    }
+                    None => Vec::new(),
                 };
                 let done = self.state.tree_listing_done(id, &|p| listed.contains(p));
-                if let Some(record) = record {
-                    self.state.trees_changed(vec![(id, record)], Now::current());
+                if !records.is_empty() {
+                    let changes = records.into_iter().map(|r| (id, r)).collect();
+                    self.state.trees_changed(changes, Now::current());
                 }
                 Ok(done)
             }
@@ -536,11 +545,11 @@ impl<'a> Session<'a> {
                 // A record read once and never again would soon disagree
                 // with a master that moved: with one-shot watches it is not
                 // read at all, so its series stays absent.
-                if let Some((record, _)) = &plan.outer_record {
+                if plan.outer_record.is_some() {
                     warn!(
                         cluster = %self.cfg.name,
                         tree = %plan.pattern.as_str(),
-                        "the election record {record} is only followed with persistent watches (ZooKeeper >= 3.6); zookeeper_election_record_agrees stays absent"
+                        "the election record is only followed with persistent watches (ZooKeeper >= 3.6); zookeeper_election_record_agrees stays absent, and owner-record identities unnamed"
                     );
                 }
                 if let Some(node) = self.ephemeral_election_node(&plan, &listing).await {
