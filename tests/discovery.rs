@@ -412,7 +412,7 @@ async fn discovery_recognises_known_systems_at_any_root() {
         &c,
         &format!("{kafka}/controller_epoch"),
         CreateMode::Persistent,
-        b"7",
+        &payloads::kafka_controller_epoch(7),
     )
     .await;
     for id in ["1", "2", "3"] {
@@ -420,7 +420,7 @@ async fn discovery_recognises_known_systems_at_any_root() {
             &c,
             &format!("{kafka}/brokers/ids/{id}"),
             CreateMode::Ephemeral,
-            b"{}",
+            &payloads::kafka_broker(&format!("b{id}.example.com"), 9092, 1_700_000_000_000),
         )
         .await;
     }
@@ -428,21 +428,21 @@ async fn discovery_recognises_known_systems_at_any_root() {
         &c,
         &format!("{kafka}/controller"),
         CreateMode::Ephemeral,
-        br#"{"version":1,"brokerid":3,"timestamp":"1700000000000"}"#,
+        &payloads::kafka_controller(3, 1_700_000_000_000),
     )
     .await;
     create(
         &c,
         &format!("{ns1}/ActiveStandbyElectorLock"),
         CreateMode::Ephemeral,
-        b"",
+        &payloads::hdfs_active("ns1", "nn1", "nn1.example.com", 8020, 8019),
     )
     .await;
     create(
         &c,
         &format!("{ns1}/ActiveBreadCrumb"),
         CreateMode::Persistent,
-        b"",
+        &payloads::hdfs_active("ns1", "nn1", "nn1.example.com", 8020, 8019),
     )
     .await;
     let extra = format!("[clusters.discovery]\nroot = \"{base}\"\ninterval = \"1s\"");
@@ -480,6 +480,13 @@ async fn discovery_recognises_known_systems_at_any_root() {
         )
         .await;
     assert_eq!(master_identity(&m, &controller).as_deref(), Some("3"));
+    let lock = format!("{ns1}/ActiveStandbyElectorLock");
+    let m = exporter
+        .until("the recognised nameservice's active namenode", T, |m| {
+            master_identity(m, &lock).is_some()
+        })
+        .await;
+    assert_eq!(master_identity(&m, &lock).as_deref(), Some("nn1"));
     assert_eq!(
         m.get("zookeeper_election_discovered", &e),
         None,

@@ -64,7 +64,7 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     admin
         .create(
             &format!("{root}/controller_epoch"),
-            b"5",
+            &payloads::kafka_controller_epoch(5),
             &CreateMode::Persistent.with_acls(Acls::anyone_all()),
         )
         .await
@@ -74,7 +74,11 @@ async fn kafka_controller_failovers_are_counted_once_each() {
         admin
             .create(
                 &format!("{root}/brokers/ids/{id}"),
-                b"{}",
+                &payloads::kafka_broker(
+                    &format!("broker{id}.example.com"),
+                    9092,
+                    1_700_000_000_000,
+                ),
                 &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
             )
             .await
@@ -103,8 +107,9 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     );
     // A stale controller writes an older epoch: a fencing failure.
     let epoch = format!("{root}/controller_epoch");
-    admin.set_data(&epoch, b"6", None).await.unwrap();
-    admin.set_data(&epoch, b"4", None).await.unwrap();
+    let write = |n| payloads::kafka_controller_epoch(n);
+    admin.set_data(&epoch, &write(6), None).await.unwrap();
+    admin.set_data(&epoch, &write(4), None).await.unwrap();
     exporter
         .until("the epoch regression", T, |m| {
             m.get("zookeeper_election_epoch_regressions_total", &labels()) == Some(1.0)
@@ -134,11 +139,11 @@ async fn kafka_controller_failovers_are_counted_once_each() {
         "broker 2 to expire and broker 3 to take over",
         T,
         || async {
-            let data = br#"{"version":1,"brokerid":3,"timestamp":"1700000000001"}"#;
+            let data = payloads::kafka_controller(3, 1_700_000_000_001);
             match broker3
                 .create(
                     &format!("{root}/controller"),
-                    data,
+                    &data,
                     &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
                 )
                 .await
@@ -194,12 +199,40 @@ fn unhex(hex: &str) -> Vec<u8> {
         .collect()
 }
 
-/// HBase's `/hbase/master` as HBase 2 writes it: `0xFF`, the id length and
-/// `master:16000`, `PBUF`, then `Master{ServerName{m1.example.com, 16000,
-/// 1700000000123}, rpc_version 0, info_port 16010}`.
-const HBASE_MASTER: &str = "ff0000000c6d61737465723a3136303030504255460a1a0a0e6d312e6578616d706c652e636f6d10807d18fbd095ffbc311000188a7d";
-/// HDFS ZKFC's `ActiveNodeInfo{ns1, nn2, nn2.example.com, 8020, 8019}`.
+/// HBase's `/hbase/master` as HBase 2.6 writes it: `0xFF`, the length 20
+/// of `master:16000` and an 8-byte salt, `PBUF`, then `Master{ServerName{
+/// m1.example.com, 16000, 1700000000123}, rpc_version 0, info_port 16010}`.
+const HBASE_MASTER: &str = "ff000000146d61737465723a31363030305a17c0ffee010203504255460a1a0a0e6d312e6578616d706c652e636f6d10807d18fbd095ffbc311000188a7d";
+/// Hadoop 3.4 ZKFC's `ActiveNodeInfo{ns1, nn2, nn2.example.com, 8020, 8019}`.
 const HDFS_ACTIVE: &str = "0a036e733112036e6e321a0f6e6e322e6578616d706c652e636f6d20d43e28d33e";
+
+/// The literal bytes above are what the systems' encoders make of them.
+#[test]
+fn the_payloads_are_the_systems_own_bytes() {
+    assert_eq!(
+        payloads::hex(&payloads::hbase_master(
+            "m1.example.com",
+            16000,
+            1_700_000_000_123,
+            16010
+        )),
+        HBASE_MASTER
+    );
+    assert_eq!(
+        payloads::hex(&payloads::hdfs_active(
+            "ns1",
+            "nn2",
+            "nn2.example.com",
+            8020,
+            8019
+        )),
+        HDFS_ACTIVE
+    );
+    assert_eq!(
+        String::from_utf8(payloads::kafka_controller(3, 1_700_000_000_001)).unwrap(),
+        r#"{"version":2,"brokerid":3,"timestamp":"1700000000001","kraftControllerEpoch":-1}"#
+    );
+}
 
 /// HBase's master and HDFS's active namenode, with their binary payloads:
 /// the identity comes out as `host:port` and the namenode id, and the
@@ -366,12 +399,22 @@ async fn known_systems_from_the_command_line() {
     mkdir(&admin, &format!("{hbase}/backup-masters")).await;
     mkdir(&admin, &format!("{hbase}/rs")).await;
     admin
-        .create(&format!("{kafka}/controller_epoch"), b"3", &persistent)
+        .create(
+            &format!("{kafka}/controller_epoch"),
+            &payloads::kafka_controller_epoch(3),
+            &persistent,
+        )
         .await
         .unwrap();
     for id in ["1", "2"] {
+        let registration =
+            payloads::kafka_broker(&format!("b{id}.example.com"), 9092, 1_700_000_000_000);
         admin
-            .create(&format!("{kafka}/brokers/ids/{id}"), b"{}", &ephemeral)
+            .create(
+                &format!("{kafka}/brokers/ids/{id}"),
+                &registration,
+                &ephemeral,
+            )
             .await
             .unwrap();
     }
@@ -381,8 +424,13 @@ async fn known_systems_from_the_command_line() {
         .await
         .unwrap();
     for backup in ["m2.example.com,16000,1700000009999"] {
+        let data = payloads::hbase_master("m2.example.com", 16000, 1_700_000_009_999, 16010);
         admin
-            .create(&format!("{hbase}/backup-masters/{backup}"), b"", &ephemeral)
+            .create(
+                &format!("{hbase}/backup-masters/{backup}"),
+                &data,
+                &ephemeral,
+            )
             .await
             .unwrap();
     }
@@ -391,7 +439,11 @@ async fn known_systems_from_the_command_line() {
         "rs2.example.com,16020,1700000004567",
     ] {
         admin
-            .create(&format!("{hbase}/rs/{rs}"), b"", &ephemeral)
+            .create(
+                &format!("{hbase}/rs/{rs}"),
+                &payloads::hbase_region_server(16020, 16030),
+                &ephemeral,
+            )
             .await
             .unwrap();
     }

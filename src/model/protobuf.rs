@@ -139,7 +139,9 @@ pub(crate) mod tests {
         put_varint(out, v);
     }
 
-    /// HBase's `/hbase/master` payload as HBase writes it.
+    /// HBase's `/hbase/master` payload as HBase 2.6 writes it: its
+    /// metadata prefix carries an 8-byte salt after the process id
+    /// (`ZKMetadata.appendMetaData`), counted in the id length.
     pub fn hbase_master(host: &str, port: u64, start_code: u64) -> Vec<u8> {
         let mut server_name = Vec::new();
         put_bytes(&mut server_name, 1, host.as_bytes());
@@ -149,10 +151,11 @@ pub(crate) mod tests {
         put_bytes(&mut master, 1, &server_name);
         put_uint(&mut master, 2, 0); // rpc_version
         put_uint(&mut master, 3, 16010); // info_port
-        let id = b"master:16000";
+        let (id, salt) = (b"master:16000", [0x5a, 0x17, 0xc0, 0xff, 0xee, 1, 2, 3]);
         let mut data = vec![0xff];
-        data.extend_from_slice(&(id.len() as i32).to_be_bytes());
+        data.extend_from_slice(&((id.len() + salt.len()) as i32).to_be_bytes());
         data.extend_from_slice(id);
+        data.extend_from_slice(&salt);
         data.extend_from_slice(b"PBUF");
         data.extend_from_slice(&master);
         data

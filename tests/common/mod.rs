@@ -12,6 +12,7 @@ mod exporter;
 mod failover;
 mod http;
 mod metrics;
+pub mod payloads;
 pub mod pki;
 pub mod program;
 mod wait;

@@ -384,10 +384,10 @@ pub async fn one_candidate_elections(address: &str, base: &str, n: usize) -> Cli
 
 /// A broker becoming controller: creates `/controller` (relative to `root`).
 pub async fn become_controller(c: &Client, root: &str, broker: u32) {
-    let data = format!(r#"{{"version":1,"brokerid":{broker},"timestamp":"1700000000000"}}"#);
+    let data = super::payloads::kafka_controller(broker, 1_700_000_000_000);
     c.create(
         &format!("{root}/controller"),
-        data.as_bytes(),
+        &data,
         &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
     )
     .await
