@@ -219,6 +219,30 @@ async fn the_agent_names_clickhouses_leader_and_counts_live_replicas() {
     until_members(&exporter, &replicas, 2.0).await;
     assert!(!r2.is_leader().unwrap(), "one leader");
 
+    // Discovery alone, given only where to look, recognises the layout;
+    // the nodes every INSERT writes for milliseconds make no tree.
+    let found = Exporter::start(&discovery_config(
+        &zk.address(),
+        &format!("[clusters.discovery]\nroot = \"{root}\"\ninterval = \"1s\"\nsettle = \"1s\""),
+    ));
+    found
+        .until("discovery recognised ClickHouse", T, |m| {
+            master_identity(m, &election).as_deref() == Some("r1")
+        })
+        .await;
+    let trees = watched_trees(&found).unwrap();
+    for tree in [
+        (format!("{root}/tables/*/*/leader_election"), "election"),
+        (format!("{root}/tables/*/*/replicas"), "group"),
+    ] {
+        assert!(
+            trees.contains(&(tree.0.clone(), tree.1.to_owned(), "recognised".to_owned())),
+            "{tree:?} in {trees:?}"
+        );
+    }
+    assert_eq!(trees.len(), 2, "no generic tree beside them: {trees:?}");
+    drop(found);
+
     // A graceful stop of the leader: r2 takes over, r1 leaves the replicas.
     fail_over(&exporter, &mut r1, &r2, "TERM", &election).await;
     let m = until_both_name(&exporter, &r2, &election).await;

@@ -152,14 +152,22 @@ fn inline_secrets_are_masked_and_the_shipped_example_loads_back() {
 fn every_known_system_expands_into_trees_that_load_back_the_same() {
     for (kind, _) in crate::config::systems::KINDS {
         for root in [None, Some("/deep/root")] {
-            let root_line = root.map(|r| format!("root = \"{r}\"\n")).unwrap_or_default();
+            let root_line = root
+                .map(|r| format!("root = \"{r}\"\n"))
+                .unwrap_or_default();
             let toml = format!(
                 "[[clusters]]\nservers = [\"zk1:2181\"]\n[[clusters.systems]]\nkind = \"{kind}\"\n{root_line}"
             );
             let c = load_file(&toml, &[]).unwrap_or_else(|e| panic!("{kind}: {e}"));
             let printed = round_trip(&c);
-            assert!(!printed.contains("[[clusters.systems]]"), "{kind}: {printed}");
-            assert!(printed.contains("[[clusters.elections]]"), "{kind}: {printed}");
+            assert!(
+                !printed.contains("[[clusters.systems]]"),
+                "{kind}: {printed}"
+            );
+            assert!(
+                printed.contains("[[clusters.elections]]"),
+                "{kind}: {printed}"
+            );
         }
     }
 }
