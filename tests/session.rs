@@ -32,22 +32,30 @@ fn synced(m: &Metrics) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_restart_resyncs_without_a_spurious_switch() {
-    let mut zk = ZkServer::start();
+    // A session timeout well above a restart's length, even on a loaded
+    // machine (a JVM start there took over 15 s): this test is about
+    // resuming the same session (expiry has its own test). The server
+    // grants up to a minute.
+    let mut zk = ZkServer::start_custom(ServerOptions::default(), "maxSessionTimeout=60000\n", "");
     let base = unique_path("restart");
     let election = format!("{base}/e");
-    let c = client(&zk.address()).await;
+    // The candidates' session outlives the restart too.
+    let c = abandonable_client(&zk.address(), Duration::from_secs(60)).await;
     mkdir(&c, &election).await;
     let first = candidate(&c, &election, "n_", b"a").await;
     candidate(&c, &election, "n_", b"b").await;
-    // A session timeout well above a restart's length: this test is about
-    // resuming the same session (expiry has its own test).
     let config = cluster_config(&zk.address(), &format!("{base}/*"), "")
-        .replace("session_timeout = \"4s\"", "session_timeout = \"15s\"");
+        .replace("session_timeout = \"4s\"", "session_timeout = \"60s\"");
     let exporter = Exporter::start(&config);
-    until(&exporter, "master", |m| {
+    let m = until(&exporter, "master", |m| {
         master_node(m, &election) == Some(first.clone())
     })
     .await;
+    assert_eq!(
+        session(&m, "zookeeper_session_timeout_seconds"),
+        60.0,
+        "the server granted the minute"
+    );
 
     zk.stop();
     let m = until(&exporter, "tree marked stale", |m| synced(m) == Some(0.0)).await;
