@@ -317,16 +317,49 @@ fn validate_elections(
             })
             .transpose()?;
         let pattern = with_exclude(&ekey, pattern, e.exclude.as_ref())?;
+        let slo = e.slo.as_ref().map(|s| validate_slo(&ekey, s)).transpose()?;
         let spec = ElectionSpec {
             identity,
             style,
             min_candidates: e.min_candidates,
             record,
             no_master_for,
+            slo,
         };
         elections.push(ElectionConfig { pattern, spec });
     }
     Ok(elections)
+}
+
+/// An election set's `slo`: an availability strictly between 0 and 1 (1
+/// leaves no error budget to burn), over a window of an hour to a year.
+fn validate_slo(
+    ekey: &str,
+    s: &super::raw::RawSlo,
+) -> Result<crate::model::election_tree::Slo, ConfigError> {
+    if !(s.availability > 0.0 && s.availability < 1.0) {
+        return Err(ConfigError::new(
+            format!("{ekey}.slo.availability"),
+            format!(
+                "{} is not a share of time: give one between 0 and 1, such as 0.999 (1 would leave no error budget)",
+                s.availability
+            ),
+        ));
+    }
+    let window = super::validate::bounded_duration(
+        &format!("{ekey}.slo.window"),
+        s.window.as_deref(),
+        Duration::from_secs(30 * 86_400),
+        &super::validate::Bounds {
+            min: Duration::from_secs(3600),
+            max: Duration::from_secs(400 * 86_400),
+            says: "must be between 1h and 400d (an SLO window, such as \"30d\")",
+        },
+    )?;
+    Ok(crate::model::election_tree::Slo {
+        availability: s.availability,
+        window,
+    })
 }
 
 /// A sequential election's record: beside the election node or below a

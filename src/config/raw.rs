@@ -170,6 +170,15 @@ pub(super) struct RawElection {
     pub(super) record: Option<RawRecord>,
     pub(super) no_master_for: Option<String>,
     pub(super) exclude: Option<Vec<String>>,
+    pub(super) slo: Option<RawSlo>,
+}
+
+/// An election set's objective: `slo = { availability = 0.999, window = "30d" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSlo {
+    pub(super) availability: f64,
+    pub(super) window: Option<String>,
 }
 
 /// `[alerting]`, validated by `alerting::validate_alerting`.

@@ -261,6 +261,14 @@ fn election(o: &mut String, e: &ElectionConfig) {
     if let Some(hold) = s.no_master_for {
         let _ = writeln!(o, "no_master_for = {}", d(hold));
     }
+    if let Some(slo) = &s.slo {
+        let _ = writeln!(
+            o,
+            "slo = {{ availability = {}, window = {} }}",
+            slo.availability,
+            d(slo.window)
+        );
+    }
     exclusions(o, e.pattern.exclusions());
 }
 

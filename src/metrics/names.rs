@@ -116,6 +116,9 @@ pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_du
 pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
 pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";
 pub const TREE_MASTER_CHANGES: &str = "zookeeper_tree_master_changes";
+pub const TREE_MASTERLESS_SECONDS: &str = "zookeeper_tree_masterless_seconds";
+pub const TREE_SLO_OBJECTIVE: &str = "zookeeper_tree_slo_objective";
+pub const TREE_SLO_WINDOW_SECONDS: &str = "zookeeper_tree_slo_window_seconds";
 pub const TREE_GROUPS: &str = "zookeeper_tree_groups";
 pub const TREE_LOCKS: &str = "zookeeper_tree_locks";
 pub const TREE_INFO: &str = "zookeeper_tree_info";
@@ -227,6 +230,9 @@ pub const ALL: &[&str] = &[
     TREE_SYNCED,
     TREE_ELECTIONS,
     TREE_MASTER_CHANGES,
+    TREE_MASTERLESS_SECONDS,
+    TREE_SLO_OBJECTIVE,
+    TREE_SLO_WINDOW_SECONDS,
     TREE_GROUPS,
     TREE_LOCKS,
     TREE_INFO,

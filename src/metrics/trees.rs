@@ -108,6 +108,48 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
     )?;
     family(
         enc,
+        names::TREE_MASTERLESS_SECONDS,
+        "Accumulated seconds without a master of all the tree's elections (every one watched, with series of its own or not; elections deleted since included, up to their deletion). Its rate over the tree's elections is the share of time without a master: the SLO's error ratio.",
+        MetricType::Counter,
+        |m| {
+            for (c, survey) in clusters.iter().zip(&s.surveys) {
+                for (tree, lost) in c.trees.iter().zip(&survey.masterless) {
+                    let Some(e) = tree.as_elections() else {
+                        continue;
+                    };
+                    let l = Labels::new("cluster", c.name.as_str())
+                        .with("tree", tree.pattern().as_str());
+                    counter(m, &l, (*lost + e.masterless_gone()).as_secs_f64())?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    type Objective = fn(&crate::model::election_tree::Slo) -> f64;
+    let objectives: [(&str, &str, Objective); 2] = [
+        (
+            names::TREE_SLO_OBJECTIVE,
+            "The election set's availability objective (`slo.availability`): the share of time each of its elections should have a master. Absent without one.",
+            |o| o.availability,
+        ),
+        (
+            names::TREE_SLO_WINDOW_SECONDS,
+            "The window of the election set's objective (`slo.window`), for dashboards; the mixin's burn-rate rules assume _config.slo.window.",
+            |o| o.window.as_secs_f64(),
+        ),
+    ];
+    for (name, help, value) in objectives {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            each_tree(clusters, |l, t| {
+                match t.as_elections().and_then(|e| e.spec().slo.as_ref()) {
+                    Some(o) => gauge(m, l, value(o)),
+                    None => Ok(()),
+                }
+            })
+        })?;
+    }
+    family(
+        enc,
         names::TREE_INFO,
         "What each watched tree is: kind, election style and whether it was configured or discovered; always 1.",
         MetricType::Gauge,

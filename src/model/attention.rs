@@ -181,6 +181,9 @@ pub struct Survey<'a> {
     pub exported: Vec<Exported<'a>>,
     /// Elections watched.
     pub total: usize,
+    /// Time without a master of every watched election, per tree
+    /// (including a period still running; zero for other kinds).
+    pub masterless: Vec<std::time::Duration>,
 }
 
 impl ClusterState {
@@ -191,6 +194,7 @@ impl ClusterState {
         let window = self.limits.attention_window;
         let mut survey = Survey {
             counts: vec![[0; State::ALL.len()]; self.trees.len()],
+            masterless: vec![std::time::Duration::ZERO; self.trees.len()],
             ..Survey::default()
         };
         let elections = || {
@@ -214,6 +218,7 @@ impl ClusterState {
         for (n, (i, tree, elections, path, election)) in elections().flatten().enumerate() {
             let state = self.state_of(elections, path, election, now);
             survey.counts[i][state.index()] += 1;
+            survey.masterless[i] += election.masterless_total(now);
             if rank {
                 let tier = self.tier_of(election, state, now, window);
                 seen.push((tier, n, (tree, path, election)));

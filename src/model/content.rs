@@ -39,17 +39,17 @@ pub trait TreeContent {
         let listed: std::collections::HashSet<String> =
             listing.iter().map(|(p, _)| p.clone()).collect();
         self.apply_listing_part(listing, now, resync);
-        self.retain_parents(&|p| listed.contains(p));
+        self.retain_parents(&|p| listed.contains(p), now);
     }
     /// Part of a full listing (large trees are listed in slices, so the
     /// listing is never held whole); [`retain_parents`](Self::retain_parents)
     /// ends it.
     fn apply_listing_part(&mut self, part: Vec<(String, Vec<ChildNode>)>, now: Now, resync: bool);
     /// Drops every parent (matching node) for which `keep` is false.
-    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool);
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, now: Now);
     /// A matching node appeared (or was found). No-op if known.
     fn parent_created(&mut self, path: &str, now: Now);
-    fn parent_deleted(&mut self, path: &str);
+    fn parent_deleted(&mut self, path: &str, now: Now);
     /// A child of a matching node was created or its data changed.
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now);
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now);

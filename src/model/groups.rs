@@ -221,7 +221,7 @@ impl TreeContent for GroupTree {
         }
     }
 
-    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, _now: Now) {
         self.groups.retain(|path, _| keep(path));
     }
 
@@ -229,7 +229,7 @@ impl TreeContent for GroupTree {
         self.groups.entry(path.to_owned()).or_default();
     }
 
-    fn parent_deleted(&mut self, path: &str) {
+    fn parent_deleted(&mut self, path: &str, _now: Now) {
         self.groups.remove(path);
     }
 

@@ -314,7 +314,7 @@ impl TreeContent for LockTree {
         }
     }
 
-    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, _now: Now) {
         self.locks.retain(|path, _| keep(path));
     }
 
@@ -322,7 +322,7 @@ impl TreeContent for LockTree {
         self.locks.entry(path.to_owned()).or_default();
     }
 
-    fn parent_deleted(&mut self, path: &str) {
+    fn parent_deleted(&mut self, path: &str, _now: Now) {
         self.locks.remove(path);
     }
 

@@ -151,10 +151,10 @@ impl SharedCluster {
     /// The listing of tree `id` given in parts is complete: parents for
     /// which `listed` is false are gone. Says what
     /// [`tree_listed`](Self::tree_listed) says.
-    pub fn tree_listing_done(&self, id: TreeId, listed: &dyn Fn(&str) -> bool) -> Listed {
+    pub fn tree_listing_done(&self, id: TreeId, listed: &dyn Fn(&str) -> bool, now: Now) -> Listed {
         let mut g = self.write();
         let recovered = g.tree(id).is_some_and(|t| t.sync_error().is_some());
-        g.finish_listing(id, listed);
+        g.finish_listing(id, listed, now);
         Listed {
             recovered,
             drops_to_report: g.drops_to_report(),

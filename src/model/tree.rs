@@ -306,8 +306,8 @@ impl Tree {
 
     /// Ends a listing given in parts: parents for which `listed` is false
     /// are gone.
-    pub fn finish_listing(&mut self, listed: &dyn Fn(&str) -> bool) {
-        self.content_mut().retain_parents(listed);
+    pub fn finish_listing(&mut self, listed: &dyn Fn(&str) -> bool, now: Now) {
+        self.content_mut().retain_parents(listed, now);
         self.listing_done();
     }
 
@@ -322,8 +322,8 @@ impl Tree {
         self.content_mut().parent_created(path, now);
     }
 
-    pub fn parent_deleted(&mut self, path: &str) {
-        self.content_mut().parent_deleted(path);
+    pub fn parent_deleted(&mut self, path: &str, now: Now) {
+        self.content_mut().parent_deleted(path, now);
     }
 
     /// A child of a matching node was created or its data changed.
@@ -433,7 +433,7 @@ mod tests {
         t.apply_listing_part(vec![("/b/1".into(), vec![child("n_0000000002")])], now());
         assert!(!t.synced(), "not synced until the listing ends");
         t.apply_listing_part(vec![("/b/3".into(), vec![])], now());
-        t.finish_listing(&|p| p == "/b/1" || p == "/b/3");
+        t.finish_listing(&|p| p == "/b/1" || p == "/b/3", now());
         let e = t.as_elections().unwrap();
         assert!(t.synced());
         assert_eq!(

@@ -53,6 +53,7 @@ no_master_for = "30s"
 exclude = ["/wechat/bots/retired_*"]
 [[clusters.elections]]
 path = "/solr/overseer_elect/election"
+slo = {{ availability = 0.9995, window = "7d" }}
 identity = "regex:^(\\d+)-"
 record = {{ path = "/solr/overseer_elect/leader", identity = "json:/id" }}
 [[clusters.elections]]

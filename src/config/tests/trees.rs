@@ -387,3 +387,28 @@ fn flink_is_every_cluster_ids_latch_named_by_its_leader_information() {
         Some(("rest_server/connection_info", "flink".to_owned()))
     );
 }
+
+#[test]
+fn an_election_sets_slo_is_a_share_over_a_window() {
+    let base = "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/bots/*\"\n";
+    let c = load_file(&format!("{base}slo={{ availability=0.999 }}\n"), &[]).unwrap();
+    let slo = c.clusters[0].elections[0].spec.slo.unwrap();
+    assert_eq!(slo.availability, 0.999);
+    assert_eq!(
+        slo.window,
+        std::time::Duration::from_secs(30 * 86_400),
+        "30d by default"
+    );
+    for (bad, key) in [
+        ("availability=1.0", "availability"),
+        ("availability=0", "availability"),
+        ("availability=99.9", "availability"),
+        ("availability=0.99, window=\"5m\"", "window"),
+    ] {
+        let e = err(&format!("{base}slo={{ {bad} }}\n"));
+        assert!(
+            e.starts_with(&format!("clusters[0].elections[0].slo.{key}: ")),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -246,7 +246,7 @@ impl ClusterState {
         let listed: std::collections::HashSet<String> =
             listing.iter().map(|(p, _)| p.clone()).collect();
         self.apply_listing_part(id, listing, now);
-        self.finish_listing(id, &|p| listed.contains(p));
+        self.finish_listing(id, &|p| listed.contains(p), now);
     }
 
     /// Applies part of a full listing of tree `id` within the guard (see
@@ -278,9 +278,14 @@ impl ClusterState {
 
     /// The listing of tree `id` given in parts is complete: parents for
     /// which `listed` is false are gone.
-    pub fn finish_listing(&mut self, id: tree::TreeId, listed: &dyn Fn(&str) -> bool) {
+    pub fn finish_listing(
+        &mut self,
+        id: tree::TreeId,
+        listed: &dyn Fn(&str) -> bool,
+        now: crate::model::Now,
+    ) {
         if let Some(tree) = self.tree_mut(id) {
-            tree.finish_listing(listed);
+            tree.finish_listing(listed, now);
         }
     }
 
@@ -370,9 +375,9 @@ impl ClusterState {
         }
     }
 
-    pub fn parent_deleted(&mut self, id: tree::TreeId, path: &str) {
+    pub fn parent_deleted(&mut self, id: tree::TreeId, path: &str, now: crate::model::Now) {
         if let Some(tree) = self.tree_mut(id) {
-            tree.parent_deleted(path);
+            tree.parent_deleted(path, now);
         }
     }
 
@@ -392,7 +397,7 @@ impl ClusterState {
     pub fn apply(&mut self, id: tree::TreeId, change: TreeChange, now: crate::model::Now) {
         match change {
             TreeChange::ParentCreated(path) => self.parent_created(id, &path, now),
-            TreeChange::ParentDeleted(path) => self.parent_deleted(id, &path),
+            TreeChange::ParentDeleted(path) => self.parent_deleted(id, &path, now),
             TreeChange::ChildUpserted { parent, child } => {
                 self.child_upserted(id, &parent, child, now)
             }

@@ -55,7 +55,7 @@ fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
     c.apply_listing(b, listing(6), now());
     assert_eq!(c.trees[0].parent_count(), 3);
     // Room frees up when an election goes away.
-    c.trees[1].parent_deleted("/c/0");
+    c.trees[1].parent_deleted("/c/0", now());
     c.parent_created(b, "/b/new", now());
     assert!(c.trees[0].has_parent("/b/new"));
 }

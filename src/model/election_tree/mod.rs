@@ -119,6 +119,10 @@ pub struct ElectionTree {
     masterless: Histogram,
     /// Switches of every election, deleted ones included.
     switches: u64,
+    /// Time without a master of the elections deleted so far (up to their
+    /// deletion): the tree's total must never go down, or a rate over it
+    /// would read the drop as a counter reset and a burst of downtime.
+    masterless_gone: Duration,
     /// Timeline entries not yet taken by the cluster (election, what).
     events: Vec<(String, What)>,
     /// With an `owner-*` identity: the client address of each candidate's
@@ -134,6 +138,7 @@ impl ElectionTree {
             elections: BTreeMap::new(),
             outer_records: BTreeMap::new(),
             switches: 0,
+            masterless_gone: Duration::ZERO,
             masterless: Histogram::new(PERIOD_BUCKETS),
             events: Vec::new(),
             owner_addresses: HashMap::new(),
@@ -281,6 +286,12 @@ impl ElectionTree {
         self.switches
     }
 
+    /// Time without a master of the elections deleted so far; the
+    /// survey adds the watched ones' (see `zookeeper_tree_masterless_seconds_total`).
+    pub fn masterless_gone(&self) -> Duration {
+        self.masterless_gone
+    }
+
     pub fn masterless_histogram(&self) -> &Histogram {
         &self.masterless
     }
@@ -356,9 +367,17 @@ impl TreeContent for ElectionTree {
         }
     }
 
-    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool) {
+    fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, now: Now) {
         let style = self.spec.style.clone();
-        self.elections.retain(|key, _| keep(parent_of(&style, key)));
+        let mut gone = Duration::ZERO;
+        self.elections.retain(|key, entry| {
+            let kept = keep(parent_of(&style, key));
+            if !kept {
+                gone += entry.election.masterless_total(now.mono);
+            }
+            kept
+        });
+        self.masterless_gone += gone;
     }
 
     /// A node matching the glob was created (or found). No-op if known.
@@ -371,11 +390,13 @@ impl TreeContent for ElectionTree {
         }
     }
 
-    /// An election node was deleted; its state and any running masterless
-    /// period are dropped with it.
-    fn parent_deleted(&mut self, parent: &str) {
+    /// An election node was deleted; its state goes with it, its time
+    /// without a master (up to now) stays in the tree's total.
+    fn parent_deleted(&mut self, parent: &str, now: Now) {
         let path = self.key(parent);
-        self.elections.remove(path.as_str());
+        if let Some(entry) = self.elections.remove(path.as_str()) {
+            self.masterless_gone += entry.election.masterless_total(now.mono);
+        }
     }
 
     /// A child of an election was created or its data changed.
@@ -513,7 +534,7 @@ impl TreeContent for ElectionTree {
 mod naming;
 mod spec;
 
-pub use spec::{ElectionSpec, NodeSpec, Standbys, Style};
+pub use spec::{ElectionSpec, NodeSpec, Slo, Standbys, Style};
 
 #[cfg(test)]
 mod tests;

@@ -21,6 +21,17 @@ pub struct ElectionSpec {
     pub record: Option<(String, IdentityMode)>,
     /// Overrides `alerting.no_master_for` for these elections.
     pub no_master_for: Option<std::time::Duration>,
+    /// The set's availability objective, exported so that one set of
+    /// burn-rate rules covers every set that has one.
+    pub slo: Option<Slo>,
+}
+
+/// An availability objective: the share of time each election of the set
+/// has a master, over `window`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slo {
+    pub availability: f64,
+    pub window: std::time::Duration,
 }
 
 impl From<IdentityMode> for ElectionSpec {
@@ -31,6 +42,7 @@ impl From<IdentityMode> for ElectionSpec {
             min_candidates: None,
             record: None,
             no_master_for: None,
+            slo: None,
         }
     }
 }

@@ -38,6 +38,7 @@ fn controller() -> ElectionTree {
         min_candidates: None,
         record: None,
         no_master_for: None,
+        slo: None,
     })
 }
 
@@ -106,6 +107,7 @@ fn epoch_regressions_and_records_are_read_from_siblings() {
         min_candidates: None,
         record: Some(("crumb".into(), IdentityMode::Data)),
         no_master_for: None,
+        slo: None,
     });
     let data = |name: &str, text: &str, owner| ChildNode {
         name: name.into(),
@@ -243,7 +245,7 @@ fn counts_and_ignored_children() {
     tree.child_deleted("/bots/b1", "config", now(t, 4));
     assert_eq!(tree.ignored_count(), 0);
     tree.child_deleted("/bots/b2", "i_0000000001", now(t, 5));
-    tree.parent_deleted("/bots/b2");
+    tree.parent_deleted("/bots/b2", now(t, 5));
     assert_eq!(tree.parent_count(), 1);
 }
 
@@ -404,4 +406,64 @@ fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
     late.outer_record_read(e, Some((&info("http://h:1"), 5)));
     late.apply_listing(vec![(e.into(), vec![latch(4, 5)])], now(t, 3), false);
     assert_eq!(ids(&late), ["http://h:1"]);
+}
+
+/// The tree's time without a master as `zookeeper_tree_masterless_seconds_total`
+/// exports it: the watched elections' plus the deleted ones'.
+fn masterless_of(tree: &ElectionTree, at: Instant) -> Duration {
+    tree.elections()
+        .map(|(_, e)| e.masterless_total(at))
+        .sum::<Duration>()
+        + tree.masterless_gone()
+}
+
+proptest::proptest! {
+    /// Whatever happens to a tree's elections (created, deleted, emptied,
+    /// re-listed without some of them), its time without a master never
+    /// goes down: a drop would read as a counter reset, and a rate over it
+    /// as a burst of downtime (a false burn-rate page).
+    #[test]
+    fn the_trees_masterless_time_never_goes_down(
+        ops in proptest::collection::vec((0u8..5, 0usize..3), 1..60),
+    ) {
+        let t = Instant::now();
+        let mut tree = ElectionTree::new(IdentityMode::Node);
+        let mut last = Duration::ZERO;
+        for (i, (op, e)) in ops.into_iter().enumerate() {
+            let at = now(t, i as u64 + 1);
+            let path = format!("/e/{e}");
+            match op {
+                0 => tree.parent_created(&path, at),
+                1 => tree.parent_deleted(&path, at),
+                2 => tree.child_upserted(&path, child(&format!("c_{:010}", i), true), at),
+                3 => {
+                    let names: Vec<String> = tree.child_names(&path).into_iter().collect();
+                    if let Some(name) = names.first() {
+                        tree.child_deleted(&path, name, at);
+                    }
+                }
+                _ => {
+                    let kept = format!("/e/{}", (e + 1) % 3);
+                    tree.retain_parents(&|p| p == kept, at);
+                }
+            }
+            let total = masterless_of(&tree, at.mono);
+            proptest::prop_assert!(total >= last, "{total:?} after {last:?} at step {i}");
+            last = total;
+        }
+    }
+}
+
+#[test]
+fn a_deleted_elections_masterless_time_stays_in_the_tree() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(IdentityMode::Node);
+    tree.apply_listing(vec![("/e/1".into(), vec![])], now(t, 0), false);
+    // Masterless from 0 to 10 s, then deleted.
+    tree.parent_deleted("/e/1", now(t, 10));
+    assert_eq!(tree.masterless_gone(), Duration::from_secs(10));
+    assert_eq!(
+        masterless_of(&tree, t + Duration::from_secs(99)),
+        Duration::from_secs(10)
+    );
 }

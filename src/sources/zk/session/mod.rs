@@ -520,7 +520,9 @@ impl<'a> Session<'a> {
                     }
                     None => Vec::new(),
                 };
-                let done = self.state.tree_listing_done(id, &|p| listed.contains(p));
+                let done =
+                    self.state
+                        .tree_listing_done(id, &|p| listed.contains(p), Now::current());
                 if !records.is_empty() {
                     let changes = records.into_iter().map(|r| (id, r)).collect();
                     self.state.trees_changed(changes, Now::current());
