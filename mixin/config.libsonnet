@@ -56,6 +56,11 @@
       ZooKeeperElectionsNeedAttentionBeyondCap: { 'for': '5m' },
       // 90th percentile of the failover probe, over `window`.
       ZooKeeperElectionSlowFailover: { 'for': '15m', seconds: 1, window: '15m' },
+      // Multi-window, multi-burn-rate alerts on election sets with an
+      // objective (see `slo` below): the page on the fast pairs, the
+      // ticket on the slow ones.
+      ZooKeeperElectionErrorBudgetBurn: { 'for': '2m' },
+      ZooKeeperElectionErrorBudgetBurnSlow: { 'for': '15m' },
       ZooKeeperGroupBelowMinimum: { 'for': '2m' },
       ZooKeeperGroupEmpty: { 'for': '2m' },
       // `changes` or more joins and leaves within `window`.
@@ -68,6 +73,26 @@
       ZooKeeperExporterSessionExpired: { 'for': null },
       ZooKeeperExporterDown: { 'for': '2m' },
       ZooKeeperExporterReplicaDown: { 'for': '5m' },
+    },
+
+    // Election SLOs. An election set with `slo = { availability = … }` in
+    // the agent's configuration exports its objective
+    // (zookeeper_tree_slo_objective); its error ratio is its share of time
+    // without a master (zookeeper_tree_masterless_seconds_total over its
+    // elections). Each pair (the Google SRE workbook's, for a 30-day
+    // window) fires while both its long and short window burn the budget
+    // faster than `burn` times the pace that spends it exactly over
+    // `window`: 14.4x for an hour spends 2% of it, 6x for 6 hours 5%.
+    slo: {
+      window: '30d',
+      page: [
+        { long: '1h', short: '5m', burn: 14.4 },
+        { long: '6h', short: '30m', burn: 6 },
+      ],
+      ticket: [
+        { long: '1d', short: '2h', burn: 3 },
+        { long: '3d', short: '6h', burn: 1 },
+      ],
     },
 
     dashboards: {

@@ -17,6 +17,7 @@ local util = import '../lib/util.libsonnet';
       + (if a['for'] != null then { memberText: util.humanSeconds(util.seconds(c.memberWindow) + util.seconds(a['for'])) } else {})
       + (if a['for'] != null then { forText: util.human(a['for']) } else {})
       + (if std.objectHas(a, 'window') then { windowText: util.human(a.window) } else {})
+      + { sloWindowText: util.human(c.slo.window) }
       + (if std.objectHas(a, 'switches') then { over: a.switches - 1 } else {})
       + (if std.objectHas(a, 'changes') then { over: a.changes - 1 } else {})
       + (if std.objectHas(a, 'counter') then { percent: std.floor(a.counter / 4294967296 * 100 + 0.5) } else {})
@@ -24,6 +25,13 @@ local util = import '../lib/util.libsonnet';
            ratioText: if a.ratio == 0.5 then 'half' else '%d%%' % std.floor(a.ratio * 100 + 0.5),
            dropText: if a.ratio == 0.5 then 'by half' else 'below %d%%' % std.floor(a.ratio * 100 + 0.5),
          } else {}),
+
+    // Multi-window burn: each pair fires while both its windows' error
+    // ratio exceeds `burn` times the set's budget (1 - objective).
+    local burns(pairs) = std.join(' or ', [
+      '(cluster_tree:zookeeper_election_masterless:ratio_rate%(long)s > on (cluster, tree) (%(burn)s * (1 - max by (cluster, tree) (zookeeper_tree_slo_objective{%%(selector)s}))) and on (cluster, tree) cluster_tree:zookeeper_election_masterless:ratio_rate%(short)s > on (cluster, tree) (%(burn)s * (1 - max by (cluster, tree) (zookeeper_tree_slo_objective{%%(selector)s}))))' % p
+      for p in pairs
+    ]),
 
     local alert(name, severity, expr, summary, description) =
       local p = params(name);
@@ -128,6 +136,12 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperElectionsNeedAttentionBeyondCap', 'warning', 'sum by (cluster) (max by (cluster, tree, state) (zookeeper_tree_elections{%(selector)s,state!="ok"})) > on (cluster) max by (cluster) (zookeeper_exporter_elections_exported{%(selector)s})',
                   '{{ $value }} elections of {{ $labels.cluster }} need attention, more than max_elections exports',
                   '{{ $labels.cluster }} has more elections that are masterless, ghost, duplicate, flapping or short of standbys than it exports per-election series for; the per-election alerts cannot see the rest. zookeeper_tree_elections counts them by tree and state.'),
+            alert('ZooKeeperElectionErrorBudgetBurn', 'critical', burns(c.slo.page),
+                  'Election set {{ $labels.tree }} of {{ $labels.cluster }} burns its error budget fast',
+                  'The elections of {{ $labels.tree }} in {{ $labels.cluster }} were without a master {{ $value | humanizePercentage }} of the time lately, in a long and a short window alike: at this pace the %(sloWindowText)s error budget of its objective is gone within days.'),
+            alert('ZooKeeperElectionErrorBudgetBurnSlow', 'warning', burns(c.slo.ticket),
+                  'Election set {{ $labels.tree }} of {{ $labels.cluster }} burns its error budget',
+                  'The elections of {{ $labels.tree }} in {{ $labels.cluster }} were without a master {{ $value | humanizePercentage }} of the time over the last days, faster than their objective allows over %(sloWindowText)s.'),
             alert('ZooKeeperElectionSlowFailover', 'warning', 'histogram_quantile(0.9, sum by (cluster, le) (rate(zookeeper_probe_failover_seconds_bucket{%(selector)s}[%(window)s]))) > %(seconds)s',
                   'Failover in {{ $labels.cluster }} is slow',
                   'The failover probe of {{ $labels.cluster }} needs {{ $value | humanizeDuration }} (90th percentile) for a standby to take over a closed master.'),

@@ -8,6 +8,7 @@ function(config)
   local lk = C + ',lock=~"$lock"';
   // Recorded series carry no job label: they are filtered by cluster alone.
   local re = 'cluster=~"$cluster",election=~"$election"';
+  local rc = 'cluster=~"$cluster"';
   local quantiles(metric, by, window) = [
     ['histogram_quantile(%s, sum by (le, %s) (rate(%s_bucket{%s}[%s])))' % [q[0], by, metric, C, window],
      'p%s {{%s}}' % [q[1], by]]
@@ -88,6 +89,18 @@ function(config)
       g.panel('timeseries', 'Herd: watchers of the election node',
               [['zookeeper_election_parent_watchers{%s}' % e, '{{election}}']],
               desc='Needs ghost_check.watches.'),
+      g.row('SLO'),
+      // Election sets with an objective (`slo` in the agent's
+      // configuration); the error ratio is recorded per set and window.
+      g.panel('stat', 'Objective', [['max by (cluster, tree) (zookeeper_tree_slo_objective{%s})' % C, '{{tree}}']],
+              w=6, h=6, unit='percentunit', desc='The share of time each election of the set should have a master.'),
+      g.panel('stat', 'Error budget left (%s)' % config.slo.window,
+              [['1 - cluster_tree:zookeeper_election_masterless:ratio_rate%s{%s} / on (cluster, tree) (1 - max by (cluster, tree) (zookeeper_tree_slo_objective{%s}))' % [config.slo.window, rc, C], '{{tree}}']],
+              w=6, h=6, unit='percentunit', desc='What is left of the budget over the window; below 0 the objective is missed.'),
+      g.panel('timeseries', 'Burn rate',
+              [['cluster_tree:zookeeper_election_masterless:ratio_rate%s{%s} / on (cluster, tree) (1 - max by (cluster, tree) (zookeeper_tree_slo_objective{%s}))' % [w, rc, C], '{{tree}} %s' % w]
+               for w in [p.long for p in config.slo.page]],
+              w=12, h=6, desc='How many times faster than the objective allows the set spends its budget; the page fires at 14.4 (1h) and 6 (6h).'),
       g.row('Locks'),
       g.panel('stat', 'Locks held', [['sum(max by (cluster, lock) (zookeeper_lock_held{%s})) or vector(0)' % lk, '']],
               w=6, h=4, desc='A free lock is normal; this is how many are held now.'),

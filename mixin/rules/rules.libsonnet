@@ -1,6 +1,8 @@
 // Recording rules: prometheusRules. Only what the dashboards would otherwise
 // compute over every election's series on each refresh; each record takes
 // the max over agent replicas, so two replicas do not double a count.
+local util = import '../lib/util.libsonnet';
+
 {
   prometheusRules+:: {
     local c = $._config,
@@ -22,6 +24,20 @@
             record: 'cluster_election:zookeeper_election_masterless_seconds:rate5m',
             expr: 'max by (cluster, election) (rate(zookeeper_election_masterless_seconds_total{%(selector)s}[5m]))' % c,
           },
+        ],
+      },
+      {
+        // Each election set's error ratio over every window the burn-rate
+        // alerts and the SLO dashboard use: its elections' share of time
+        // without a master. One replica's reading (max), so two agents
+        // count once; sets without elections have none.
+        name: 'zookeeper-election-slo-records',
+        rules: [
+          {
+            record: 'cluster_tree:zookeeper_election_masterless:ratio_rate%s' % w,
+            expr: 'max by (cluster, tree) (rate(zookeeper_tree_masterless_seconds_total{%(selector)s}[%(w)s])) / (max by (cluster, tree) (sum without (state) (zookeeper_tree_elections{%(selector)s})) > 0)' % (c { w: w }),
+          }
+          for w in std.set([p.long for p in c.slo.page + c.slo.ticket] + [p.short for p in c.slo.page + c.slo.ticket] + [c.slo.window], function(d) util.seconds(d))
         ],
       },
     ],
