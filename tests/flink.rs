@@ -267,6 +267,28 @@ async fn the_agent_names_flinks_leading_jobmanager_through_a_stop_and_a_crash() 
     // SIGTERM: the JobManager closes its session, the nodes go at once.
     let m = fail_over(&exporter, &mut j1, &j2, "TERM", &election).await;
     assert_eq!(switches(&m, &election), Some(1.0), "one stop, one switch");
+    // The handover: from j1's latch node going to j2's leader information
+    // naming j2, the first evidence that it took over.
+    let handover = wait_for_async("the handover measured", T, || {
+        let (_, body) = http_get(exporter.port, &format!("/api/v1/elections{election}"))?;
+        let json: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        json["elections"][0]["last_handover"]["seconds"]
+            .as_f64()
+            .ok_or_else(|| format!("no handover in {body}"))
+    })
+    .await;
+    eprintln!("Flink handover after SIGTERM: {handover:.3} s");
+    let m = exporter.metrics().unwrap();
+    assert_eq!(
+        m.get(
+            "zookeeper_tree_handover_seconds_count",
+            &[
+                ("cluster", "test"),
+                ("tree", &format!("{root}/*/leader/latch"))
+            ]
+        ),
+        Some(1.0)
+    );
 
     // j1 back as the standby, then a crash of the leader.
     j1.run();

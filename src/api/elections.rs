@@ -135,6 +135,9 @@ pub struct ElectionBody {
     /// Whether it has series in `/metrics` (see `max_elections`).
     pub exported: bool,
     pub joins: u64,
+    /// The last completed handover (old master's node gone to the record
+    /// naming the new one); `None` without a record or before the first.
+    pub last_handover: Option<HandoverBody>,
     pub leaves: u64,
     pub master: Option<ElectionMaster>,
     pub master_changes: u64,
@@ -152,6 +155,13 @@ pub struct Candidate {
     pub identity: String,
     pub node: String,
     pub sequence: i32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HandoverBody {
+    /// When the record named the new master.
+    pub at: String,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -200,6 +210,13 @@ impl ElectionBody {
             election: path.to_owned(),
             exported,
             joins: election.joins(),
+            last_handover: elections
+                .handover(path)
+                .and_then(|h| h.done())
+                .map(|(took, at)| HandoverBody {
+                    at: super::rfc3339_millis(at),
+                    seconds: took.as_secs_f64(),
+                }),
             leaves: election.leaves(),
             master,
             master_changes: election.changes(),

@@ -127,6 +127,7 @@ pub const TREE_EPHEMERAL_NODES: &str = "zookeeper_tree_ephemeral_nodes";
 pub const TREE_IGNORED_NODES: &str = "zookeeper_tree_ignored_nodes";
 pub const TREE_SYNC_FAILURES: &str = "zookeeper_tree_sync_failures";
 pub const TREE_MASTERLESS_DURATION_SECONDS: &str = "zookeeper_tree_masterless_duration_seconds";
+pub const TREE_HANDOVER_SECONDS: &str = "zookeeper_tree_handover_seconds";
 
 // mntr_section.rs
 pub const FOURLW_MNTR_DROPPED_KEYS: &str = "zookeeper_fourlw_mntr_dropped_keys";
@@ -241,6 +242,7 @@ pub const ALL: &[&str] = &[
     TREE_IGNORED_NODES,
     TREE_SYNC_FAILURES,
     TREE_MASTERLESS_DURATION_SECONDS,
+    TREE_HANDOVER_SECONDS,
     FOURLW_MNTR_DROPPED_KEYS,
     LOCK_HELD,
     LOCK_HOLDERS,

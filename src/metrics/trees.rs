@@ -184,5 +184,19 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
                 None => Ok(()),
             })
         },
+    )?;
+    family(
+        enc,
+        names::TREE_HANDOVER_SECONDS,
+        "Handover times of the tree's elections: from the old master's node going (deleted, or expired with its session) to the election's record naming the new master (the first evidence that it took over). Only trees with a record; buckets around 200 ms.",
+        MetricType::Histogram,
+        |m| {
+            each_tree(clusters, |l, t| {
+                match t.as_elections().and_then(|e| e.handover_histogram()) {
+                    Some(h) => histogram(m, l, h),
+                    None => Ok(()),
+                }
+            })
+        },
     )
 }

@@ -240,9 +240,9 @@ impl Tree {
 
     /// The record of sequential election `election` was read: its data
     /// and owner session, `None` when it does not exist.
-    pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>) {
+    pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
         if let TreeKind::Elections(e) = &mut self.kind {
-            e.outer_record_read(election, read);
+            e.outer_record_read(election, read, now);
         }
     }
 

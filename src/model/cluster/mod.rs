@@ -407,7 +407,7 @@ impl ClusterState {
             TreeChange::OuterRecord { election, read } => {
                 if let Some(tree) = self.tree_mut(id) {
                     let read = read.as_ref().map(|(data, owner)| (data.as_slice(), *owner));
-                    tree.outer_record_read(&election, read);
+                    tree.outer_record_read(&election, read, now);
                 }
             }
         }

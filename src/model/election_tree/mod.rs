@@ -52,6 +52,9 @@ struct Entry {
     others: Option<Box<Others>>,
     /// What the node style's siblings say; `None` until one was read.
     facts: Option<Box<Facts>>,
+    /// The last handover (see [`handover`]); `None` before the first, and
+    /// always in trees without a record.
+    handover: Option<Box<Handover>>,
 }
 
 impl Entry {
@@ -60,6 +63,7 @@ impl Entry {
             election,
             others: (others.len() > 0).then(|| Box::new(others)),
             facts: (facts != Facts::default()).then(|| Box::new(facts)),
+            handover: None,
         })
     }
 
@@ -117,6 +121,8 @@ pub struct ElectionTree {
     /// names and the session owning it, by election.
     outer_records: BTreeMap<String, (String, i64)>,
     masterless: Histogram,
+    /// Handover times of its elections (see [`handover`]).
+    handovers: Histogram,
     /// Switches of every election, deleted ones included.
     switches: u64,
     /// Time without a master of the elections deleted so far (up to their
@@ -140,6 +146,7 @@ impl ElectionTree {
             switches: 0,
             masterless_gone: Duration::ZERO,
             masterless: Histogram::new(PERIOD_BUCKETS),
+            handovers: Histogram::new(HANDOVER_BUCKETS),
             events: Vec::new(),
             owner_addresses: HashMap::new(),
         }
@@ -295,6 +302,12 @@ impl ElectionTree {
     pub fn masterless_histogram(&self) -> &Histogram {
         &self.masterless
     }
+
+    /// Handover times, for trees with a record (the evidence); `None`
+    /// for the others, which have no figure to show.
+    pub fn handover_histogram(&self) -> Option<&Histogram> {
+        self.spec.record.as_ref().map(|_| &self.handovers)
+    }
 }
 
 impl TreeContent for ElectionTree {
@@ -408,6 +421,7 @@ impl TreeContent for ElectionTree {
                 Self::sibling(&self.spec, &mut facts, &child.name, Some(&child.data));
                 entry.facts = (facts != Facts::default()).then(|| Box::new(facts));
             }
+            self.handover_evidence(&key, now);
             return;
         }
         let election = self.key(parent);
@@ -436,6 +450,7 @@ impl TreeContent for ElectionTree {
                 entry.others_mut().persistent.insert(child.name);
             }
         }
+        self.handover_evidence(&election, now);
     }
 
     /// A child of an election was deleted.
@@ -464,10 +479,14 @@ impl TreeContent for ElectionTree {
             let before = entry.election.candidate_count();
             let was = entry.election.master().map(|m| Master::of(&m));
             let outcome = entry.election.leave(name, seq, now);
+            let master_went = was.as_ref().is_some_and(|w| w.node == name);
             let what = election_events(was, entry.election.master(), &outcome, Cause::NodeDeleted);
             notice_shortfall(&self.spec, &mut entry.election, before, now);
             self.outcome(outcome);
             self.happened(&election, what);
+            if master_went {
+                self.handover_starts(&election, now);
+            }
         }
     }
 
@@ -531,8 +550,11 @@ impl TreeContent for ElectionTree {
     }
 }
 
+mod handover;
 mod naming;
 mod spec;
+
+pub use handover::{HANDOVER_BUCKETS, Handover};
 
 pub use spec::{ElectionSpec, NodeSpec, Slo, Standbys, Style};
 

@@ -72,7 +72,7 @@ impl ElectionTree {
     /// election is unknown: the record may be written before the election
     /// node is seen. With an `owner-record` identity the candidate of the
     /// record's session is named by it.
-    pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>) {
+    pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
         let Some((name, mode)) = &self.spec.record else {
             return;
         };
@@ -87,6 +87,7 @@ impl ElectionTree {
             }
         }
         self.name_from_record(election);
+        self.handover_evidence(election, now);
     }
 
     /// With an `owner-record` identity, names the candidate of election

@@ -152,6 +152,7 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
     tree.outer_record_read(
         election,
         Some((br#"{"id":"72-host:8983_solr-n_0000000001"}"#, 0)),
+        now(t, 0),
     );
     assert_eq!(tree.parent_count(), 0);
     tree.apply_listing(
@@ -167,16 +168,16 @@ fn a_sequential_election_reads_its_record_from_beside_the_election_node() {
         Some("72-host:8983_solr-n_0000000001")
     );
     // A record that is no JSON names nothing it could agree with.
-    tree.outer_record_read(election, Some((b"garbage", 0)));
+    tree.outer_record_read(election, Some((b"garbage", 0)), now(t, 1));
     assert_ne!(
         tree.record(election),
         Some("72-host:8983_solr-n_0000000001")
     );
-    tree.outer_record_read(election, None);
+    tree.outer_record_read(election, None, now(t, 2));
     assert_eq!(tree.record(election), None);
     // Other sequential trees without a record ignore it.
     let mut plain = ElectionTree::new(IdentityMode::Node);
-    plain.outer_record_read(election, Some((b"x", 0)));
+    plain.outer_record_read(election, Some((b"x", 0)), now(t, 3));
     assert_eq!(plain.record(election), None);
 }
 
@@ -383,7 +384,7 @@ fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
             .collect()
     };
     assert_eq!(ids(&tree), ["", ""], "unnamed until the record is read");
-    tree.outer_record_read(e, Some((&info("http://10.0.0.5:8081"), 7)));
+    tree.outer_record_read(e, Some((&info("http://10.0.0.5:8081"), 7)), now(t, 0));
     assert_eq!(ids(&tree), ["http://10.0.0.5:8081", ""]);
     assert_eq!(tree.record(e), Some("http://10.0.0.5:8081"));
     assert!(matches!(
@@ -392,18 +393,18 @@ fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
     ));
     // The leader goes: its latch node and (with its session) its record.
     tree.child_deleted(e, &latch(0, 7).name, now(t, 1));
-    tree.outer_record_read(e, None);
+    tree.outer_record_read(e, None, now(t, 1));
     assert_eq!(ids(&tree), [""], "the new leader has not published yet");
     // A record of another session than the master's names only that one.
     tree.child_upserted(e, latch(2, 9), now(t, 2));
-    tree.outer_record_read(e, Some((&info("http://10.0.0.9:8081"), 9)));
+    tree.outer_record_read(e, Some((&info("http://10.0.0.9:8081"), 9)), now(t, 2));
     assert_eq!(ids(&tree), ["", "http://10.0.0.9:8081"]);
     // The new leader publishes.
-    tree.outer_record_read(e, Some((&info("http://10.0.0.6:8081"), 8)));
+    tree.outer_record_read(e, Some((&info("http://10.0.0.6:8081"), 8)), now(t, 2));
     assert_eq!(ids(&tree)[0], "http://10.0.0.6:8081");
     // A candidate joining after its session wrote the record is named at once.
     let mut late = ElectionTree::new(tree.spec().clone());
-    late.outer_record_read(e, Some((&info("http://h:1"), 5)));
+    late.outer_record_read(e, Some((&info("http://h:1"), 5)), now(t, 3));
     late.apply_listing(vec![(e.into(), vec![latch(4, 5)])], now(t, 3), false);
     assert_eq!(ids(&late), ["http://h:1"]);
 }
@@ -466,4 +467,86 @@ fn a_deleted_elections_masterless_time_stays_in_the_tree() {
         masterless_of(&tree, t + Duration::from_secs(99)),
         Duration::from_secs(10)
     );
+}
+
+#[test]
+fn a_handover_lasts_from_the_old_masters_node_going_to_the_record_naming_the_new_one() {
+    let t = Instant::now();
+    let ms = |m: u64| Now {
+        mono: t + Duration::from_millis(m),
+        wall: SystemTime::UNIX_EPOCH + Duration::from_millis(m),
+    };
+    // HDFS's ZKFC: the lock's data and the breadcrumb name a namenode.
+    let mut tree = ElectionTree::new(ElectionSpec {
+        identity: IdentityMode::Data,
+        style: Style::node("lock"),
+        record: Some(("crumb".into(), IdentityMode::Data)),
+        ..ElectionSpec::from(IdentityMode::Data)
+    });
+    let node = |name: &str, text: &str, owner| ChildNode {
+        name: name.into(),
+        data: text.as_bytes().to_vec(),
+        ephemeral_owner: owner,
+        ctime_ms: 0,
+    };
+    let e = "/ns1/lock";
+    tree.apply_listing(
+        vec![(
+            "/ns1".into(),
+            vec![node("lock", "nn1", 1), node("crumb", "nn1", 0)],
+        )],
+        ms(0),
+        false,
+    );
+    assert!(
+        tree.handover(e).is_none(),
+        "no handover before a master went"
+    );
+    // nn1's lock goes at 1.000 s; nn2 takes it at 1.080 s; its breadcrumb
+    // comes at 1.150 s: 150 ms.
+    tree.child_deleted("/ns1", "lock", ms(1000));
+    tree.child_upserted("/ns1", node("lock", "nn2", 2), ms(1080));
+    assert_eq!(
+        tree.handover(e).unwrap().done(),
+        None,
+        "the breadcrumb still names nn1"
+    );
+    tree.child_upserted("/ns1", node("crumb", "nn2", 0), ms(1150));
+    let (took, at) = tree.handover(e).unwrap().done().unwrap();
+    assert_eq!(took, Duration::from_millis(150));
+    assert_eq!(at, SystemTime::UNIX_EPOCH + Duration::from_millis(1150));
+    let h = tree.handover_histogram().unwrap();
+    assert_eq!((h.count(), h.sum()), (1, 0.15));
+    // A later record write changes nothing: the handover is done.
+    tree.child_upserted("/ns1", node("crumb", "nn2", 0), ms(5000));
+    assert_eq!(tree.handover_histogram().unwrap().count(), 1);
+
+    // A tree without a record has no evidence, so no figure.
+    let mut plain = ElectionTree::new(IdentityMode::Data);
+    plain.apply_listing(
+        vec![("/e".into(), vec![child("c_0000000001", true)])],
+        ms(0),
+        false,
+    );
+    plain.child_deleted("/e", "c_0000000001", ms(10));
+    assert!(plain.handover_histogram().is_none());
+    assert!(plain.handover("/e").is_none());
+}
+
+#[test]
+fn a_preempting_candidate_starts_no_handover() {
+    let t = Instant::now();
+    let mut tree = ElectionTree::new(ElectionSpec {
+        record: Some(("leader".into(), IdentityMode::Data)),
+        ..ElectionSpec::from(IdentityMode::Data)
+    });
+    let e = "/overseer_elect/election";
+    tree.apply_listing(
+        vec![(e.into(), vec![child("n_0000000005", true)])],
+        now(t, 0),
+        false,
+    );
+    // A lower sequence joins and takes over: the old master's node stays.
+    tree.child_upserted(e, child("n_0000000001", true), now(t, 1));
+    assert!(tree.handover(e).is_none());
 }
