@@ -102,7 +102,7 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
          [clusters.four_letter_words]\ntimeout = \"1s\"\n\
          [clusters.ghost_check]\ncons_interval = \"1s\"\n\
          [clusters.probe]\npath = \"{base}/probe\"\ninterval = \"1s\"\n\
-         [[clusters.elections]]\npath = \"{base}/bots/*\"\n\
+         [[clusters.elections]]\npath = \"{base}/bots/*\"\nslo = {{ availability = 0.999 }}\n\
          [[clusters.groups]]\npath = \"{base}/services/*\"\nmin_members = 1\nexport_members = true\n\
          [[clusters.locks]]\npath = \"{base}/locks/*\"\nmax_hold = \"1h\"\n",
         quoted.join(", ")
