@@ -59,8 +59,9 @@ pub struct ConfigArgs {
     pub groups: Vec<String>,
 
     /// A known system's elections and registries in one flag: kafka, hbase,
-    /// hdfs, solr, patroni, clickhouse, spark or flink, optionally with the root its znodes live under
-    /// (`kafka:/kafka-prod`); repeatable. Replaces the first cluster's systems.
+    /// hdfs, solr, patroni, clickhouse, spark or flink, optionally with the
+    /// root its znodes live under (`kafka:/kafka-prod`); repeatable.
+    /// Replaces the first cluster's systems.
     #[arg(
         long = "system",
         env = "ZK_EXPORTER_SYSTEM",
@@ -69,7 +70,9 @@ pub struct ConfigArgs {
     )]
     pub systems: Vec<String>,
 
-    /// Identity mode for --election: data, node, json:/pointer or regex:PATTERN.
+    /// Identity mode for --election: data, node, json:/pointer,
+    /// regex:PATTERN, protobuf:N[.N…], hbase, hdfs, flink, owner-host or
+    /// owner-address (owner-record needs a record: configure it in a file).
     #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
     pub identity: Option<String>,
 
