@@ -26,7 +26,9 @@ pub fn fourlw_reply(data: &[u8]) {
     let _ = interpret_detailed(command(selector), &text);
     let _ = parse::refusal(&text);
     for line in text.lines() {
-        let _ = parse::parse_cons_line(line);
+        if let Some(c) = parse::parse_cons_line(line) {
+            let _ = c.host();
+        }
     }
     let _ = parse::parse_members(&text);
 }
@@ -45,7 +47,7 @@ pub fn admin_json(data: &[u8]) {
 /// itself, and sequence suffixes. Layout: selector, name length, name,
 /// data.
 pub fn identity(data: &[u8]) {
-    const MODES: [&str; 9] = [
+    const MODES: [&str; 10] = [
         "data",
         "node",
         "json:/id",
@@ -55,6 +57,7 @@ pub fn identity(data: &[u8]) {
         "protobuf:1.2.3",
         "hbase",
         "hdfs",
+        "flink",
     ];
     let [selector, len, rest @ ..] = data else {
         return;
