@@ -76,10 +76,12 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
         ("ZooKeeperNoLeader", "prod", ""),
         ("ZooKeeperExporterSessionDown", "prod", ""),
         ("ZooKeeperElectionNoMaster", "prod", "/bots/a"),
+        ("ZooKeeperElectionErrorBudgetBurn", "prod", "/bots/*"),
         // A leader election that does not finish: members not serving.
         ("ZooKeeperNotServing", "elect", "zk1:2181"),
         // The agent without a session: its elections and locks.
         ("ZooKeeperElectionNoMaster", "blind", "/bots/b"),
+        ("ZooKeeperElectionErrorBudgetBurnSlow", "blind", "/bots/*"),
         ("ZooKeeperLockHeldTooLong", "blind", "/locks/l"),
     ];
     let heard: Vec<Alert> = vec![
@@ -88,6 +90,7 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
         ("ZooKeeperElectionEpochRegression", "prod", "/bots/a"),
         // The same alerts in other clusters, or with causes that are not theirs.
         ("ZooKeeperServerDown", "stage", "zk1:2181"),
+        ("ZooKeeperElectionErrorBudgetBurn", "stage", "/bots/*"),
         ("ZooKeeperNoLeader", "elect", ""),
         ("ZooKeeperServerDown", "elect", "zk2:2181"),
         ("ZooKeeperExporterSessionDown", "blind", ""),

@@ -42,6 +42,7 @@ local anyOf(names) = 'alertname=~"%s"' % std.join('|', names);
     'ZooKeeperElectionGhostMaster', 'ZooKeeperElectionMasterFlapping',
     'ZooKeeperElectionNoStandby', 'ZooKeeperElectionRecordDisagrees',
     'ZooKeeperElectionsMasterlessBeyondCap', 'ZooKeeperElectionsNeedAttentionBeyondCap',
+    'ZooKeeperElectionErrorBudgetBurn', 'ZooKeeperElectionErrorBudgetBurnSlow',
     'ZooKeeperGroupBelowMinimum', 'ZooKeeperGroupEmpty', 'ZooKeeperGroupChurn',
     'ZooKeeperLockHeldTooLong', 'ZooKeeperLockWaitersPilingUp',
   ],
