@@ -87,39 +87,11 @@ impl Server {
         Ok(answer.trim() == "1")
     }
 
-    fn server_pid(&self) -> Option<String> {
-        // Anchored: the watcher's own command line holds the same words.
-        let out = Command::new("pgrep")
-            .args(["-f"])
-            .arg(format!(
-                "^clickhouse-server --config-file={}",
-                self.config.display()
-            ))
-            .output()
-            .ok()?;
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .find(|pid| !pid.is_empty())
-    }
-
     /// Stops the server with `signal` (TERM: a graceful stop, KILL: a
     /// crash) and waits until it is gone.
     fn stop(&mut self, signal: &str) {
-        if let Some(pid) = self.server_pid() {
-            let _ = Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg(&pid)
-                .status();
-        }
-        wait_for("the server gone", T, || match self.server_pid() {
-            None => Ok(()),
-            Some(pid) => Err(format!("pid {pid} still runs")),
-        });
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let pattern = format!("^clickhouse-server --config-file={}", self.config.display());
+        stop_matching(&pattern, signal, &mut self.child, T);
     }
 }
 
@@ -170,13 +142,6 @@ async fn fail_over(
         },
     )
     .await;
-}
-
-fn switches(m: &Metrics, election: &str) -> Option<f64> {
-    m.get(
-        "zookeeper_election_master_changes_total",
-        &election_labels(election),
-    )
 }
 
 async fn until_members(exporter: &Exporter, group: &str, n: f64) {

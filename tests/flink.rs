@@ -115,37 +115,13 @@ impl JobManager {
         std::fs::read_to_string(self.dir.join("out.log")).unwrap_or_default()
     }
 
-    fn pid(&self) -> Option<String> {
-        let out = Command::new("pgrep")
-            .arg("-f")
-            .arg(format!(
-                "^java .*StandaloneSessionClusterEntrypoint --configDir {}/conf$",
-                self.dir.display()
-            ))
-            .output()
-            .ok()?;
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .find(|pid| !pid.is_empty())
-    }
-
     /// Stops the JobManager with `signal` and waits until it is gone.
     fn stop(&mut self, signal: &str) {
-        if let Some(pid) = self.pid() {
-            let _ = Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg(&pid)
-                .status();
-        }
-        wait_for("the JobManager gone", T, || match self.pid() {
-            None => Ok(()),
-            Some(pid) => Err(format!("pid {pid} still runs")),
-        });
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let pattern = format!(
+            "^java .*StandaloneSessionClusterEntrypoint --configDir {}/conf$",
+            self.dir.display()
+        );
+        stop_matching(&pattern, signal, &mut self.child, T);
     }
 }
 
@@ -212,21 +188,6 @@ async fn fail_over(
     until_both_name(exporter, new, election).await
 }
 
-fn switches(m: &Metrics, election: &str) -> Option<f64> {
-    m.get(
-        "zookeeper_election_master_changes_total",
-        &election_labels(election),
-    )
-}
-
-async fn until_candidates(exporter: &Exporter, election: &str, n: f64) {
-    exporter
-        .until(&format!("{n} latch nodes"), T, |m| {
-            m.get("zookeeper_election_candidates", &election_labels(election)) == Some(n)
-        })
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_names_flinks_leading_jobmanager_through_a_stop_and_a_crash() {
     let zk = shared_server();
@@ -242,7 +203,7 @@ async fn the_agent_names_flinks_leading_jobmanager_through_a_stop_and_a_crash() 
     ));
     let m = until_both_name(&exporter, &j1, &election).await;
     assert_eq!(switches(&m, &election), Some(0.0));
-    until_candidates(&exporter, &election, 2.0).await;
+    until_candidates(&exporter, &election, 2.0, T).await;
     assert!(flink_leads(&j2).is_err(), "one leader");
 
     // Discovery alone, given only where to look, recognises the layout.
@@ -292,7 +253,7 @@ async fn the_agent_names_flinks_leading_jobmanager_through_a_stop_and_a_crash() 
 
     // j1 back as the standby, then a crash of the leader.
     j1.run();
-    until_candidates(&exporter, &election, 2.0).await;
+    until_candidates(&exporter, &election, 2.0, T).await;
     let m = fail_over(&exporter, &mut j2, &j1, "KILL", &election).await;
     assert_eq!(switches(&m, &election), Some(2.0), "one crash, one switch");
 

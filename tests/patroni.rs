@@ -204,13 +204,6 @@ async fn time_patroni(
     .await;
 }
 
-fn switches(m: &Metrics, election: &str) -> Option<f64> {
-    m.get(
-        "zookeeper_election_master_changes_total",
-        &election_labels(election),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_names_patronis_leader_through_a_switchover_and_a_crash() {
     let zk = shared_server();

@@ -122,38 +122,14 @@ impl Master {
             .collect()
     }
 
-    fn pid(&self) -> Option<String> {
-        // Anchored on the JVM's main class and this master's own port.
-        let out = Command::new("pgrep")
-            .arg("-f")
-            .arg(format!(
-                "java .*org\\.apache\\.spark\\.deploy\\.master\\.Master --host 127\\.0\\.0\\.1 --port {} ",
-                self.rpc
-            ))
-            .output()
-            .ok()?;
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .find(|pid| !pid.is_empty())
-    }
-
     /// Stops the master with `signal` and waits until it is gone.
     fn stop(&mut self, signal: &str) {
-        if let Some(pid) = self.pid() {
-            let _ = Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg(&pid)
-                .status();
-        }
-        wait_for("the master gone", T, || match self.pid() {
-            None => Ok(()),
-            Some(pid) => Err(format!("pid {pid} still runs")),
-        });
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        // Anchored on the JVM's main class and this master's own port.
+        let pattern = format!(
+            "java .*org\\.apache\\.spark\\.deploy\\.master\\.Master --host 127\\.0\\.0\\.1 --port {} ",
+            self.rpc
+        );
+        stop_matching(&pattern, signal, &mut self.child, T);
     }
 }
 
@@ -234,21 +210,6 @@ async fn fail_over(
     until_both_name(exporter, new, election).await
 }
 
-fn switches(m: &Metrics, election: &str) -> Option<f64> {
-    m.get(
-        "zookeeper_election_master_changes_total",
-        &election_labels(election),
-    )
-}
-
-async fn until_candidates(exporter: &Exporter, election: &str, n: f64) {
-    exporter
-        .until(&format!("{n} latch nodes"), T, |m| {
-            m.get("zookeeper_election_candidates", &election_labels(election)) == Some(n)
-        })
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_names_sparks_alive_master_through_a_stop_and_a_crash() {
     // A server of its own with short sessions: Spark asks for 60 s, and
@@ -267,7 +228,7 @@ async fn the_agent_names_sparks_alive_master_through_a_stop_and_a_crash() {
     ));
     let m = until_both_name(&exporter, &m1, &election).await;
     assert_eq!(switches(&m, &election), Some(0.0));
-    until_candidates(&exporter, &election, 2.0).await;
+    until_candidates(&exporter, &election, 2.0, T).await;
 
     // Discovery alone, given only where to look, recognises the layout.
     let found = Exporter::start(&format!(
@@ -294,7 +255,7 @@ async fn the_agent_names_sparks_alive_master_through_a_stop_and_a_crash() {
     // m1 back as the standby, then a crash of the ALIVE master.
     m1.run();
     until_both_alive_or_standby(&m1, "STANDBY").await;
-    until_candidates(&exporter, &election, 2.0).await;
+    until_candidates(&exporter, &election, 2.0, T).await;
     let m = fail_over(&exporter, &mut m2, &m1, "KILL", &election).await;
     assert_eq!(switches(&m, &election), Some(2.0), "one crash, one switch");
 

@@ -15,12 +15,13 @@ mod metrics;
 pub mod payloads;
 pub mod pki;
 pub mod program;
+mod system;
 mod wait;
 mod zk;
 
 // Each test binary uses some of them: the rest are not unused code.
 #[allow(unused_imports)]
-pub use {exporter::*, failover::*, http::*, metrics::*, wait::*, zk::*};
+pub use {exporter::*, failover::*, http::*, metrics::*, system::*, wait::*, zk::*};
 
 pub(crate) static COUNTER: AtomicU32 = AtomicU32::new(0);
 
