@@ -55,3 +55,17 @@ pub async fn until_candidates(exporter: &Exporter, election: &str, n: f64, timeo
         })
         .await;
 }
+
+/// Waits until the system's own view (`system`) and then the agent's
+/// (`agent`) both show `who` leading; returns the agent's metrics then.
+pub async fn until_both_show(
+    exporter: &Exporter,
+    who: &str,
+    timeout: Duration,
+    system: impl FnMut() -> Result<(), String>,
+    agent: impl FnMut() -> Result<(), String>,
+) -> Metrics {
+    super::wait_for_async(&format!("{who} leading, by its own word"), timeout, system).await;
+    super::wait_for_async(&format!("the agent naming {who}"), timeout, agent).await;
+    exporter.metrics().unwrap()
+}
