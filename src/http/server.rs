@@ -345,15 +345,24 @@ impl Guarded {
         }
     }
 
+    /// A write, flush or shutdown returned `r`; `wrote` says whether it
+    /// moved bytes. Only bytes are activity: hyper flushes on every poll of
+    /// the connection, even with nothing buffered, and counting those
+    /// flushes would push the idle deadline on at each wake-up (the idle
+    /// timer's own included), so an idle connection under load could
+    /// stay open for good.
     fn write_result<T>(
         &mut self,
         cx: &mut Context<'_>,
         r: Poll<io::Result<T>>,
+        wrote: impl FnOnce(&T) -> bool,
     ) -> Poll<io::Result<T>> {
         match r {
             Poll::Ready(r) => {
                 self.write_timer = None;
-                self.conn.touched();
+                if r.as_ref().is_ok_and(wrote) {
+                    self.conn.touched();
+                }
                 Poll::Ready(r)
             }
             Poll::Pending => match self.write_stalled(cx) {
@@ -420,7 +429,7 @@ impl AsyncWrite for Guarded {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.io).poll_write(cx, data);
-        self.write_result(cx, r)
+        self.write_result(cx, r, |n| *n > 0)
     }
 
     fn poll_write_vectored(
@@ -429,7 +438,7 @@ impl AsyncWrite for Guarded {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.write_result(cx, r)
+        self.write_result(cx, r, |n| *n > 0)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -438,12 +447,12 @@ impl AsyncWrite for Guarded {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let r = Pin::new(&mut self.io).poll_flush(cx);
-        self.write_result(cx, r)
+        self.write_result(cx, r, |_| false)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let r = Pin::new(&mut self.io).poll_shutdown(cx);
-        self.write_result(cx, r)
+        self.write_result(cx, r, |_| false)
     }
 }
 
@@ -490,5 +499,50 @@ mod tests {
         assert!(idle.evicted.load(Ordering::Relaxed));
         assert!(!busy.evicted.load(Ordering::Relaxed));
         assert!(!conns.evict_idlest(), "an evicted one is not asked twice");
+    }
+
+    /// hyper polls read, then write and flush, on every wake of a
+    /// connection, and flushes even with nothing buffered. On a loaded
+    /// machine the flush lands a millisecond or more after the read armed
+    /// the idle timer; an idle connection must still close once its idle
+    /// timeout has passed (counting the empty flushes as activity kept it
+    /// open for good: the flake hunt's kept-alive connection).
+    #[tokio::test]
+    async fn empty_flushes_after_each_read_do_not_keep_an_idle_connection_open() {
+        let (_client, server) = tokio::io::duplex(1024);
+        let limits = HttpLimits {
+            idle_timeout: Duration::from_millis(200),
+            ..HttpLimits::default()
+        };
+        let mut io = Guarded {
+            io: Box::new(server),
+            conn: Arc::new(Conn::new()),
+            limits,
+            stats: Arc::new(WebStats::new(8)),
+            read_timer: None,
+            write_timer: None,
+        };
+        let started = Instant::now();
+        let mut polls = 0;
+        let closed = std::future::poll_fn(|cx| {
+            polls += 1;
+            let mut buf = [0u8; 64];
+            let mut buf = ReadBuf::new(&mut buf);
+            if let Poll::Ready(r) = Pin::new(&mut io).poll_read(cx, &mut buf) {
+                return Poll::Ready(r);
+            }
+            // A loaded machine: the flush comes a few milliseconds later.
+            std::thread::sleep(Duration::from_millis(3));
+            let _ = Pin::new(&mut io).poll_flush(cx);
+            Poll::Pending
+        });
+        let r = tokio::time::timeout(Duration::from_secs(3), closed)
+            .await
+            .expect("the idle connection was never closed");
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        // Armed once, closed at the timer's first wake-up: the flushes
+        // moved no deadline (they moved it at every wake-up before).
+        assert_eq!(polls, 2, "the idle deadline moved");
     }
 }
