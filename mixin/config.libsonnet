@@ -50,6 +50,12 @@
       ZooKeeperElectionNoStandby: { 'for': '15m' },
       ZooKeeperElectionEpochRegression: { 'for': null },
       ZooKeeperElectionRecordDisagrees: { 'for': '5m' },
+      // Keep `for` equal to the election sets' `lease.split_brain_for` (and
+      // `expired_for`), the pushed twins' hold. keep_firing_for rides out a
+      // lease query that fails while split brain fires: no reading is no
+      // evidence that it ended.
+      ZooKeeperElectionSplitBrain: { 'for': '1m', keepFiringFor: '2m' },
+      ZooKeeperElectionLeaseExpired: { 'for': '2m' },
       // Only elections with more than `candidates` candidates.
       ZooKeeperElectionHerdEffect: { 'for': '15m', candidates: 2 },
       ZooKeeperElectionsMasterlessBeyondCap: { 'for': '1m' },
@@ -70,6 +76,7 @@
       ZooKeeperLockWaitersPilingUp: { 'for': null, waiters: 10, window: '10m' },
       ZooKeeperExporterSessionDown: { 'for': '2m' },
       ZooKeeperExporterTreeNotSynced: { 'for': '5m' },
+      ZooKeeperExporterLeaseSourceDown: { 'for': '5m' },
       ZooKeeperExporterSessionExpired: { 'for': null },
       ZooKeeperExporterDown: { 'for': '2m' },
       ZooKeeperExporterReplicaDown: { 'for': '5m' },

@@ -39,6 +39,7 @@ local util = import '../lib/util.libsonnet';
         alert: name,
         expr: expr % p,
         [if p['for'] != null then 'for']: p['for'],
+        [if std.objectHas(p, 'keepFiringFor') then 'keep_firing_for']: p.keepFiringFor,
         labels: { severity: severity },
         annotations: {
           summary: summary % p,
@@ -127,6 +128,15 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperElectionRecordDisagrees', 'warning', 'min by (cluster, election) (zookeeper_election_record_agrees{%(selector)s}) == 0',
                   'The master record of {{ $labels.election }} ({{ $labels.cluster }}) names another master',
                   'The node where {{ $labels.election }} in {{ $labels.cluster }} records its active master has named someone other than the lock\'s owner for %(forText)s: the new master has not taken over its duties, or fencing of the old one failed.'),
+            // Judged by the agent from the application's lease table: a
+            // lease held, unexpired, by another identity that renewed it
+            // after ZooKeeper's master took over (docs/split-brain.md).
+            alert('ZooKeeperElectionSplitBrain', 'critical', 'max by (cluster, election) (zookeeper_election_lease_state{%(selector)s,state="split_brain"}) == 1',
+                  'Two masters act for {{ $labels.election }} ({{ $labels.cluster }})',
+                  'The application\'s lease of {{ $labels.election }} in {{ $labels.cluster }} is held, unexpired, by an instance other than ZooKeeper\'s master, which renewed it after mastership moved: two instances act at once.'),
+            alert('ZooKeeperElectionLeaseExpired', 'warning', 'max by (cluster, election) (zookeeper_election_lease_state{%(selector)s,state="expired"}) == 1',
+                  'The master of {{ $labels.election }} ({{ $labels.cluster }}) stopped renewing its lease',
+                  'ZooKeeper\'s master of {{ $labels.election }} in {{ $labels.cluster }} holds a live session but its lease in the application\'s table expired: the application stopped acting behind a live session.'),
             alert('ZooKeeperElectionHerdEffect', 'info', '(max by (cluster, election) (zookeeper_election_parent_watchers{%(selector)s}) >= on (cluster, election) max by (cluster, election) (zookeeper_election_candidates{%(selector)s})) and on (cluster, election) (max by (cluster, election) (zookeeper_election_candidates{%(selector)s}) > %(candidates)s)',
                   'Candidates of {{ $labels.election }} ({{ $labels.cluster }}) all watch the election node',
                   '{{ $value }} sessions watch {{ $labels.election }} itself in {{ $labels.cluster }}: every change wakes every candidate (herd effect); candidates should watch their predecessor.'),
@@ -181,6 +191,11 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperExporterTreeNotSynced', 'warning', 'min by (cluster, tree, instance) (zookeeper_tree_synced{%(selector)s}) == 0',
                   'Tree {{ $labels.tree }} of {{ $labels.cluster }} is not synced',
                   'zk-election-exporter could not watch and list {{ $labels.tree }} in {{ $labels.cluster }} for %(forText)s; its election values are stale (see /ready for why).'),
+            // Every replica reads the lease table: only all of them failing
+            // leaves split brain unjudged.
+            alert('ZooKeeperExporterLeaseSourceDown', 'warning', 'max by (cluster, tree) (zookeeper_lease_up{%(selector)s}) == 0',
+                  'The lease table of {{ $labels.tree }} ({{ $labels.cluster }}) cannot be read',
+                  'zk-election-exporter has read no lease of {{ $labels.tree }} in {{ $labels.cluster }} for %(forText)s: split brain and stopped heartbeats cannot be judged (see /ready for why).'),
             alert('ZooKeeperExporterSessionExpired', 'warning', 'max by (cluster, instance) (increase(zookeeper_session_expirations_total{%(selector)s}[10m])) > 0',
                   'zk-election-exporter\'s session to {{ $labels.cluster }} expired',
                   'The exporter lost its session to {{ $labels.cluster }} and rebuilt it; switches during the outage were counted at resync.'),

@@ -36,11 +36,14 @@ local anyOf(names) = 'alertname=~"%s"' % std.join('|', names);
 
   // The per-election, group and lock alerts whose readings stop while the
   // cluster cannot be watched. Fencing (epoch regression) and split brain
-  // (multiple leaders) are never inhibited: they are their own trouble.
+  // (multiple leaders, two masters by the lease) are never inhibited: they
+  // are their own trouble (and the agent judges no lease while it cannot
+  // watch the cluster).
   _inhibitedWhenUnwatched:: [
     'ZooKeeperElectionNoMaster', 'ZooKeeperDiscoveredElectionNoMaster',
     'ZooKeeperElectionGhostMaster', 'ZooKeeperElectionMasterFlapping',
     'ZooKeeperElectionNoStandby', 'ZooKeeperElectionRecordDisagrees',
+    'ZooKeeperElectionLeaseExpired',
     'ZooKeeperElectionsMasterlessBeyondCap', 'ZooKeeperElectionsNeedAttentionBeyondCap',
     'ZooKeeperElectionErrorBudgetBurn', 'ZooKeeperElectionErrorBudgetBurnSlow',
     'ZooKeeperGroupBelowMinimum', 'ZooKeeperGroupEmpty', 'ZooKeeperGroupChurn',

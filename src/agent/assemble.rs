@@ -98,6 +98,13 @@ pub(super) fn assemble(
             stop.clone(),
         )));
     }
+    for job in sources::lease::jobs(&cluster) {
+        tasks.push(tokio::spawn(sources::lease::run(
+            job,
+            state.clone(),
+            stop.clone(),
+        )));
+    }
     let (plans, plans_rx) = mpsc::unbounded_channel();
     tasks.push(tokio::spawn(sources::zk::lifecycle::run_cluster(
         cluster,

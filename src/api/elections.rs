@@ -136,8 +136,12 @@ pub struct ElectionBody {
     pub exported: bool,
     pub joins: u64,
     /// The last completed handover (old master's node gone to the record
-    /// naming the new one); `None` without a record or before the first.
+    /// or lease naming the new one); `None` without either or before the
+    /// first.
     pub last_handover: Option<HandoverBody>,
+    /// What the application's lease table says; absent without a lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseBody>,
     pub leaves: u64,
     pub master: Option<ElectionMaster>,
     pub master_changes: u64,
@@ -157,9 +161,27 @@ pub struct Candidate {
     pub sequence: i32,
 }
 
+/// An election's lease at the last reading.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseBody {
+    /// Seconds since the holder last wrote, by the database's clock.
+    pub heartbeat_age_seconds: Option<f64>,
+    pub holder: Option<String>,
+    /// The row's key.
+    pub key: String,
+    /// When the reading was sent.
+    pub read_at: Option<String>,
+    /// Whether the source's latest query gave a reading.
+    pub reading: bool,
+    /// `lease_until - now()`, negative once expired.
+    pub remaining_seconds: Option<f64>,
+    /// The verdict against ZooKeeper's master (`null`: cannot tell).
+    pub verdict: Option<&'static str>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct HandoverBody {
-    /// When the record named the new master.
+    /// When the record or lease named the new master.
     pub at: String,
     pub seconds: f64,
 }
@@ -217,6 +239,27 @@ impl ElectionBody {
                     at: super::rfc3339_millis(at),
                     seconds: took.as_secs_f64(),
                 }),
+            lease: elections.lease_book().map(|book| {
+                let row = elections.lease_row(path);
+                LeaseBody {
+                    heartbeat_age_seconds: row.map(|r| r.heartbeat_age),
+                    holder: row.map(|r| r.holder.clone()),
+                    key: elections
+                        .spec()
+                        .lease
+                        .as_ref()
+                        .map_or(path, |l| l.key.of(path))
+                        .to_owned(),
+                    read_at: book
+                        .last
+                        .as_ref()
+                        .and_then(|r| r.started)
+                        .map(super::rfc3339_millis),
+                    reading: book.fresh(),
+                    remaining_seconds: row.map(|r| r.remaining),
+                    verdict: tree.lease_verdict(path, election).map(|v| v.label()),
+                }
+            }),
             leaves: election.leaves(),
             master,
             master_changes: election.changes(),

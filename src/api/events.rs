@@ -42,14 +42,20 @@ pub struct EventBody {
     pub from: Option<Option<MasterBody>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_seconds: Option<f64>,
+    /// A lease verdict's holder of the lease (`null`: no row).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Option<String>>,
     pub kind: &'static str,
+    /// A lease verdict's ZooKeeper master identity (`null`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master: Option<Option<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub masterless_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub seq: u64,
-    /// A ghost's liveness (`disconnected`, `silent`) or the session's
-    /// state after a loss.
+    /// A ghost's liveness (`disconnected`, `silent`), the session's
+    /// state after a loss, or a lease verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,7 +71,9 @@ impl EventBody {
             election: (!e.election.is_empty()).then(|| e.election.clone()),
             from: None,
             held_seconds: None,
+            holder: None,
             kind: e.what.kind(),
+            master: None,
             masterless_seconds: None,
             reason: None,
             seq: e.seq,
@@ -106,6 +114,15 @@ impl EventBody {
             What::SessionLost { state, reason } => {
                 body.state = Some(state);
                 body.reason = Some(reason.clone());
+            }
+            What::LeaseVerdict {
+                verdict,
+                master,
+                holder,
+            } => {
+                body.state = Some(verdict.label());
+                body.master = Some(master.clone());
+                body.holder = Some(holder.clone());
             }
             What::SessionRestored => {}
         }

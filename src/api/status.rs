@@ -40,6 +40,8 @@ pub struct ClusterStatus {
     pub elections_watched: usize,
     /// The latest [`EVENTS`], newest first.
     pub events: Vec<EventBody>,
+    /// Each election set's lease source.
+    pub leases: Vec<LeaseStatus>,
     pub locks_held: Vec<LockRow>,
     pub members: Vec<MemberRow>,
     pub session: &'static str,
@@ -69,6 +71,42 @@ pub struct ElectionRow {
     pub state: &'static str,
     pub switches: u64,
     pub switches_last_hour: usize,
+}
+
+/// One election set's lease source.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseStatus {
+    /// Why the latest query gave no reading (`config`, `connect`,
+    /// `query`, `timeout`) and what the source said; `null` while it reads.
+    pub error: Option<String>,
+    pub failing_since: Option<String>,
+    /// When the last successful query was sent.
+    pub last_reading: Option<String>,
+    pub reason: Option<&'static str>,
+    /// Usable rows of the last reading.
+    pub rows: Option<usize>,
+    pub tree: String,
+    /// Rows that match no election.
+    pub unmatched: Option<u64>,
+}
+
+impl LeaseStatus {
+    /// The lease sources of `c`'s election sets.
+    pub fn of(c: &ClusterState) -> Vec<Self> {
+        c.trees
+            .iter()
+            .filter_map(|t| Some((t, t.as_elections()?.lease_book()?)))
+            .map(|(t, b)| LeaseStatus {
+                error: b.failing.as_ref().map(|(_, m, _)| m.clone()),
+                failing_since: b.failing.as_ref().map(|(_, _, at)| rfc3339_seconds(*at)),
+                last_reading: b.last.as_ref().and_then(|r| r.started).map(rfc3339_seconds),
+                reason: b.failing.as_ref().map(|(why, _, _)| why.label()),
+                rows: b.last.as_ref().map(|r| r.rows.len()),
+                tree: t.pattern().as_str().to_owned(),
+                unmatched: b.last.as_ref().map(|_| b.unmatched),
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -147,6 +185,7 @@ impl ClusterStatus {
                 .take(EVENTS)
                 .map(|e| EventBody::of(&c.name, e))
                 .collect(),
+            leases: LeaseStatus::of(c),
             locks_held: locks,
             members: member_rows(c),
             session: c.session.state.label(),

@@ -318,6 +318,13 @@ fn validate_elections(
             .transpose()?;
         let pattern = with_exclude(&ekey, pattern, e.exclude.as_ref())?;
         let slo = e.slo.as_ref().map(|s| validate_slo(&ekey, s)).transpose()?;
+        let (lease, lease_spec) = match &e.lease {
+            Some(raw) => {
+                let (source, spec) = super::lease::validate_lease(&ekey, raw)?;
+                (Some(source), Some(spec))
+            }
+            None => (None, None),
+        };
         let spec = ElectionSpec {
             identity,
             style,
@@ -325,8 +332,13 @@ fn validate_elections(
             record,
             no_master_for,
             slo,
+            lease: lease_spec,
         };
-        elections.push(ElectionConfig { pattern, spec });
+        elections.push(ElectionConfig {
+            pattern,
+            spec,
+            lease,
+        });
     }
     Ok(elections)
 }

@@ -33,12 +33,23 @@ impl ClusterConfig {
 
     /// The fingerprint without the configured trees: equal when a reload
     /// changed only trees, which the running session can take up.
+    ///
+    /// The lease sources run beside the session, one per leased tree: a
+    /// changed source, or a leased tree whose id changed, starts the
+    /// cluster's sources anew (its trees still keep their state).
     pub fn session_fingerprint(&self) -> u64 {
+        let leases: Vec<_> = self
+            .elections
+            .iter()
+            .zip(self.tree_ids())
+            .filter(|(e, _)| e.lease.is_some())
+            .map(|(e, id)| (id, e.lease.clone()))
+            .collect();
         let mut bare = self.clone();
         bare.elections.clear();
         bare.groups.clear();
         bare.locks.clear();
-        bare.fingerprint()
+        of(&(bare.fingerprint(), leases), |_| ())
     }
 
     /// One id per configured tree, in the order the cluster's models hold
@@ -49,7 +60,9 @@ impl ClusterConfig {
         let e = self
             .elections
             .iter()
-            .map(|t: &ElectionConfig| of(t, |_| ()));
+            // The lease source is not the tree: changing where the lease
+            // is read keeps the tree's model.
+            .map(|t: &ElectionConfig| of(&(&t.pattern, &t.spec), |_| ()));
         let g = self.groups.iter().map(|t: &GroupConfig| of(t, |_| ()));
         let l = self.locks.iter().map(|t: &LockConfig| of(t, |_| ()));
         let mut seen: HashMap<u64, usize> = HashMap::new();

@@ -294,6 +294,8 @@ impl AuthScheme {
 pub struct ElectionConfig {
     pub pattern: TreePattern,
     pub spec: ElectionSpec,
+    /// Where the application keeps its lease, when the set has one.
+    pub lease: Option<LeaseSource>,
 }
 
 /// What the command line contributes; it wins over file and environment.
@@ -324,6 +326,8 @@ pub struct Overrides {
 pub mod alerting;
 mod cluster;
 mod fingerprint;
+mod lease;
+pub use lease::{Dialect, LeaseSource};
 mod load;
 mod raw;
 mod summary;

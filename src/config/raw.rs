@@ -171,6 +171,7 @@ pub(super) struct RawElection {
     pub(super) no_master_for: Option<String>,
     pub(super) exclude: Option<Vec<String>>,
     pub(super) slo: Option<RawSlo>,
+    pub(super) lease: Option<super::lease::RawLease>,
 }
 
 /// An election set's objective: `slo = { availability = 0.999, window = "30d" }`.

@@ -281,10 +281,41 @@ async fn reload(State(state): State<AppState>) -> Response {
     }
 }
 
+/// What works but not fully: lease sources that give no reading. The
+/// agent still reports ZooKeeper's truth, so it stays ready (a readiness
+/// failure would take it out of the scrape's endpoints); `/ready` names
+/// them so that whoever looks sees why split brain cannot be judged.
+pub fn degraded_reasons(clusters: &[SharedCluster]) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for c in clusters {
+        c.view(|c| {
+            for lease in crate::api::status::LeaseStatus::of(c) {
+                if let (Some(reason), Some(error)) = (lease.reason, &lease.error) {
+                    reasons.push(format!(
+                        "cluster {}: lease source of tree {} gives no reading ({reason}): {error}",
+                        c.name, lease.tree
+                    ));
+                }
+            }
+        });
+    }
+    reasons
+}
+
 async fn ready(State(state): State<AppState>) -> Response {
-    let reasons = not_ready_reasons(&state.clusters.now());
+    let clusters = state.clusters.now();
+    let reasons = not_ready_reasons(&clusters);
     if reasons.is_empty() {
-        (StatusCode::OK, "ready\n").into_response()
+        let degraded = degraded_reasons(&clusters);
+        if degraded.is_empty() {
+            (StatusCode::OK, "ready\n").into_response()
+        } else {
+            (
+                StatusCode::OK,
+                format!("ready, degraded\n{}\n", degraded.join("\n")),
+            )
+                .into_response()
+        }
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,

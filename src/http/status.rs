@@ -15,7 +15,7 @@ use axum::response::{Html, IntoResponse, Response};
 use super::AppState;
 use crate::api::events::EventBody;
 use crate::api::status::{
-    ClusterStatus, ElectionRow, LockRow, MemberRow, PushedAlert, ROWS, StatusBody,
+    ClusterStatus, ElectionRow, LeaseStatus, LockRow, MemberRow, PushedAlert, ROWS, StatusBody,
 };
 
 /// Everything the page shows.
@@ -173,6 +173,29 @@ impl Row for EventBody {
     }
 }
 
+impl Row for LeaseStatus {
+    const COLUMNS: &'static [(&'static str, &'static str)] = &[
+        ("tree", "tree"),
+        ("last reading", "last_reading"),
+        ("rows", "rows"),
+        ("unmatched", "unmatched"),
+        ("failing", "reason"),
+        ("since", "failing_since"),
+        ("error", "error"),
+    ];
+    fn cells(&self) -> Vec<Cell> {
+        vec![
+            text(&self.tree),
+            self.last_reading.as_ref().into(),
+            self.rows.into(),
+            self.unmatched.into(),
+            self.reason.into(),
+            self.failing_since.as_ref().into(),
+            self.error.as_ref().into(),
+        ]
+    }
+}
+
 /// Escapes text for HTML element content and attribute values.
 fn esc(out: &mut String, s: &str) {
     for c in s.chars() {
@@ -251,6 +274,10 @@ fn render_cluster(out: &mut String, c: &ClusterStatus) {
         c.elections_watched
     );
     table(out, "elections", &c.elections);
+    if !c.leases.is_empty() {
+        out.push_str("<h3>Lease tables</h3>");
+        table(out, "leases", &c.leases);
+    }
     out.push_str("<h3>Locks held</h3>");
     table(out, "locks", &c.locks_held);
     out.push_str("<h3>Latest events</h3>");
@@ -290,7 +317,9 @@ mod tests {
             election: Some("/bots/<i>".into()),
             from: Some(None),
             held_seconds: None,
+            holder: None,
             kind: "switch",
+            master: None,
             masterless_seconds: None,
             reason: None,
             seq: 1,
@@ -314,6 +343,15 @@ mod tests {
                 elections_shown_of: 1,
                 elections_watched: 1,
                 events: vec![event],
+                leases: vec![LeaseStatus {
+                    error: Some("<b>refused</b>".into()),
+                    failing_since: Some("t".into()),
+                    last_reading: None,
+                    reason: Some("connect"),
+                    rows: None,
+                    tree: "/bots/<*>".into(),
+                    unmatched: Some(3),
+                }],
                 locks_held: vec![LockRow {
                     held_seconds: Some(12),
                     holders: 1,
@@ -390,5 +428,6 @@ mod tests {
         cells_follow_their_json_fields(&c.elections);
         cells_follow_their_json_fields(&c.locks_held);
         cells_follow_their_json_fields(&c.events);
+        cells_follow_their_json_fields(&c.leases);
     }
 }

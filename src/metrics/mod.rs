@@ -15,6 +15,7 @@ mod exporter;
 mod fourlw;
 mod ghost;
 mod groups;
+mod lease;
 mod locks;
 pub mod mntr;
 mod mntr_section;
@@ -200,8 +201,9 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
 /// Every encoder, in exposition order. The `mntr` section is written apart
 /// (see [`Exposition::render`]).
-const ENCODERS: [Encode; 14] = [
+const ENCODERS: [Encode; 15] = [
     elections::encode_elections,
+    lease::encode_leases,
     ghost::encode_ghosts,
     probe::encode_probe,
     trees::encode_trees,

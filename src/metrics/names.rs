@@ -34,6 +34,24 @@ pub const ELECTION_EPOCH: &str = "zookeeper_election_epoch";
 pub const ELECTION_EPOCH_REGRESSIONS: &str = "zookeeper_election_epoch_regressions";
 pub const ELECTION_RECORD_AGREES: &str = "zookeeper_election_record_agrees";
 
+// lease.rs
+pub const ELECTION_LEASE_AGREES: &str = "zookeeper_election_lease_agrees";
+pub const ELECTION_LEASE_STATE: &str = "zookeeper_election_lease_state";
+pub const ELECTION_LEASE_REMAINING_SECONDS: &str = "zookeeper_election_lease_remaining_seconds";
+pub const ELECTION_LEASE_HEARTBEAT_AGE_SECONDS: &str =
+    "zookeeper_election_lease_heartbeat_age_seconds";
+pub const ELECTION_LEASE_HOLDER: &str = "zookeeper_election_lease_holder_info";
+pub const LEASE_UP: &str = "zookeeper_lease_up";
+pub const LEASE_READINGS: &str = "zookeeper_lease_readings";
+pub const LEASE_FAILURES: &str = "zookeeper_lease_failures";
+pub const LEASE_QUERY_DURATION_SECONDS: &str = "zookeeper_lease_query_duration_seconds";
+pub const LEASE_LAST_READING_TIMESTAMP_SECONDS: &str =
+    "zookeeper_lease_last_reading_timestamp_seconds";
+pub const LEASE_ROWS: &str = "zookeeper_lease_rows";
+pub const LEASE_ROWS_REJECTED: &str = "zookeeper_lease_rows_rejected";
+pub const LEASE_ROWS_UNMATCHED: &str = "zookeeper_lease_rows_unmatched";
+pub const TREE_LEASE_ELECTIONS: &str = "zookeeper_tree_lease_elections";
+
 // ensemble.rs
 pub const UP: &str = "zookeeper_up";
 pub const RUOK: &str = "zookeeper_ruok";
@@ -165,6 +183,20 @@ pub const ALL: &[&str] = &[
     ELECTION_EPOCH,
     ELECTION_EPOCH_REGRESSIONS,
     ELECTION_RECORD_AGREES,
+    ELECTION_LEASE_AGREES,
+    ELECTION_LEASE_STATE,
+    ELECTION_LEASE_REMAINING_SECONDS,
+    ELECTION_LEASE_HEARTBEAT_AGE_SECONDS,
+    ELECTION_LEASE_HOLDER,
+    LEASE_UP,
+    LEASE_READINGS,
+    LEASE_FAILURES,
+    LEASE_QUERY_DURATION_SECONDS,
+    LEASE_LAST_READING_TIMESTAMP_SECONDS,
+    LEASE_ROWS,
+    LEASE_ROWS_REJECTED,
+    LEASE_ROWS_UNMATCHED,
+    TREE_LEASE_ELECTIONS,
     UP,
     RUOK,
     SERVER_STATE,
@@ -274,6 +306,7 @@ const NAMESPACES: &[&str] = &[
     "zookeeper_exporter_",
     "zookeeper_group_",
     "zookeeper_lock_",
+    "zookeeper_lease_",
     "zookeeper_discovery_",
     "zookeeper_probe_",
     "zookeeper_wchs_",

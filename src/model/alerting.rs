@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::attention::State;
 use super::cluster::ClusterState;
+use super::lease::Verdict;
 use super::tree::TreeSource;
 
 /// What a pushed alert is: its rule twin's name, severity and texts.
@@ -24,19 +25,29 @@ pub enum Kind {
     MasterFlapping,
     EpochRegression,
     RecordDisagrees,
+    SplitBrain,
+    LeaseExpired,
     SessionDown,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 9] = [
         Kind::NoMaster,
         Kind::GhostMaster,
         Kind::DuplicateIdentity,
         Kind::MasterFlapping,
         Kind::EpochRegression,
         Kind::RecordDisagrees,
+        Kind::SplitBrain,
+        Kind::LeaseExpired,
         Kind::SessionDown,
     ];
+
+    /// Whether the kind is judged from the lease table, whose readings
+    /// come and fail apart from the session's.
+    pub fn from_lease(self) -> bool {
+        matches!(self, Kind::SplitBrain | Kind::LeaseExpired)
+    }
 
     pub fn alertname(self) -> &'static str {
         match self {
@@ -46,13 +57,17 @@ impl Kind {
             Kind::MasterFlapping => "ZooKeeperElectionMasterFlapping",
             Kind::EpochRegression => "ZooKeeperElectionEpochRegression",
             Kind::RecordDisagrees => "ZooKeeperElectionRecordDisagrees",
+            Kind::SplitBrain => "ZooKeeperElectionSplitBrain",
+            Kind::LeaseExpired => "ZooKeeperElectionLeaseExpired",
             Kind::SessionDown => "ZooKeeperExporterSessionDown",
         }
     }
 
     pub fn severity(self) -> &'static str {
         match self {
-            Kind::NoMaster | Kind::EpochRegression | Kind::SessionDown => "critical",
+            Kind::NoMaster | Kind::EpochRegression | Kind::SplitBrain | Kind::SessionDown => {
+                "critical"
+            }
             _ => "warning",
         }
     }
@@ -85,6 +100,14 @@ impl Kind {
                 "The master record of {election} ({cluster}) names another master",
                 "The node where {election} in {cluster} records its active master has named someone other than the lock's owner for 5 minutes: the new master has not taken over its duties, or fencing of the old one failed.",
             ),
+            Kind::SplitBrain => (
+                "Two masters act for {election} ({cluster})",
+                "The application's lease of {election} in {cluster} is held, unexpired, by an instance other than ZooKeeper's master, which renewed it after mastership moved: two instances act at once.",
+            ),
+            Kind::LeaseExpired => (
+                "The master of {election} ({cluster}) stopped renewing its lease",
+                "ZooKeeper's master of {election} in {cluster} holds a live session but its lease in the application's table expired: the application stopped acting behind a live session.",
+            ),
             Kind::SessionDown => (
                 "zk-election-exporter has no ZooKeeper session to {cluster}",
                 "The exporter's session to {cluster} has not been connected for a while: election metrics are stale or missing.",
@@ -98,13 +121,16 @@ impl Kind {
     }
 
     /// How long the condition must hold, as the rule's `for:`; the
-    /// masterless and session holds are configured.
+    /// masterless, session and lease holds are configured (the lease
+    /// ones per set, see [`Condition::hold`]).
     fn hold(self, t: &Thresholds) -> Duration {
         match self {
             Kind::NoMaster => t.no_master_for,
             Kind::SessionDown => t.session_lost_for,
             Kind::GhostMaster => Duration::from_secs(30),
             Kind::DuplicateIdentity | Kind::RecordDisagrees => Duration::from_secs(300),
+            Kind::SplitBrain => Duration::from_secs(60),
+            Kind::LeaseExpired => Duration::from_secs(120),
             Kind::MasterFlapping | Kind::EpochRegression => Duration::ZERO,
         }
     }
@@ -148,6 +174,16 @@ pub struct Reading {
     /// Elections of trees not synced (no rights, a listing failed): their
     /// alerts are kept as they are.
     pub frozen: std::collections::BTreeSet<String>,
+    /// Elections whose lease source gives no reading now: their lease
+    /// alerts are kept as they are (the others are judged as usual).
+    pub lease_frozen: std::collections::BTreeSet<String>,
+}
+
+impl Reading {
+    /// Whether `key`'s alert must stay as it is.
+    fn holds_still(&self, key: &Key) -> bool {
+        self.frozen.contains(&key.2) || (key.0.from_lease() && self.lease_frozen.contains(&key.2))
+    }
 }
 
 impl ClusterState {
@@ -162,6 +198,8 @@ impl ClusterState {
             return reading;
         }
         let conditions = &mut reading.conditions;
+        let mut lease_conditions = Vec::new();
+        let mut lease_frozen = std::collections::BTreeSet::new();
         for tree in &self.trees {
             if tree.source() == TreeSource::Discovered {
                 continue;
@@ -209,8 +247,29 @@ impl ClusterState {
                         push(Kind::RecordDisagrees, None, 0);
                     }
                 }
+                let Some(lease) = elections.spec().lease.as_ref() else {
+                    continue;
+                };
+                if !elections.lease_book().is_some_and(|b| b.fresh()) {
+                    lease_frozen.insert(path.to_owned());
+                    continue;
+                }
+                let kind = match elections.lease_verdict(path, election) {
+                    Some(Verdict::SplitBrain) => (Kind::SplitBrain, lease.split_brain_for),
+                    Some(Verdict::Expired) => (Kind::LeaseExpired, lease.expired_for),
+                    _ => continue,
+                };
+                lease_conditions.push(Condition {
+                    kind: kind.0,
+                    election: path.to_owned(),
+                    since: None,
+                    value: 0,
+                    hold: Some(kind.1),
+                });
             }
         }
+        reading.conditions.extend(lease_conditions);
+        reading.lease_frozen = lease_frozen;
         reading
     }
 }
@@ -283,16 +342,17 @@ impl Book {
     pub fn update(
         &mut self,
         cluster: &str,
-        reading: Reading,
+        mut reading: Reading,
         session_lost_since: Option<Instant>,
         now: Instant,
     ) -> (Changes, usize) {
-        let Reading {
-            fresh,
-            conditions,
-            frozen,
-        } = reading;
-        let wanted = self.wanted(cluster, conditions, session_lost_since, now);
+        let wanted = self.wanted(
+            cluster,
+            std::mem::take(&mut reading.conditions),
+            session_lost_since,
+            now,
+        );
+        let fresh = reading.fresh;
         let mut changes = Changes::default();
         let left_out = self.admit(cluster, &wanted, now, &mut changes);
         // Resolve what no longer holds, for this cluster; from a stale
@@ -301,7 +361,7 @@ impl Book {
             .firing
             .keys()
             .filter(|k| k.1 == cluster && !wanted.contains_key(*k))
-            .filter(|k| k.0 == Kind::SessionDown || (fresh && !frozen.contains(&k.2)))
+            .filter(|k| k.0 == Kind::SessionDown || (fresh && !reading.holds_still(k)))
             .cloned()
             .collect();
         for key in gone {
@@ -310,7 +370,7 @@ impl Book {
             }
         }
         if fresh {
-            let keep = |k: &Key| k.1 != cluster || wanted.contains_key(k) || frozen.contains(&k.2);
+            let keep = |k: &Key| k.1 != cluster || wanted.contains_key(k) || reading.holds_still(k);
             self.pending.retain(|k, _| keep(k));
             self.regressions.retain(|k, _| keep(k));
             self.left_out

@@ -18,6 +18,7 @@ use super::election::Election;
 #[cfg(doc)]
 use super::election::FLAP_SWITCHES;
 use super::election_tree::{ElectionTree, Style};
+use super::lease::Verdict;
 use super::tree::Tree;
 
 /// The state of one election; see the module doc.
@@ -184,6 +185,17 @@ pub struct Survey<'a> {
     /// Time without a master of every watched election, per tree
     /// (including a period still running; zero for other kinds).
     pub masterless: Vec<std::time::Duration>,
+    /// Elections by lease verdict, per tree (zeros for trees without a
+    /// lease, or whose lease source gives no reading now).
+    pub leases: Vec<[usize; Verdict::ALL.len()]>,
+}
+
+/// Lease verdicts that need attention: exported first past the cap.
+fn lease_needs_attention(verdict: Option<Verdict>) -> bool {
+    matches!(
+        verdict,
+        Some(Verdict::SplitBrain | Verdict::Expired | Verdict::NoCandidates)
+    )
 }
 
 impl ClusterState {
@@ -195,6 +207,7 @@ impl ClusterState {
         let mut survey = Survey {
             counts: vec![[0; State::ALL.len()]; self.trees.len()],
             masterless: vec![std::time::Duration::ZERO; self.trees.len()],
+            leases: vec![[0; Verdict::ALL.len()]; self.trees.len()],
             ..Survey::default()
         };
         let elections = || {
@@ -219,8 +232,16 @@ impl ClusterState {
             let state = self.state_of(elections, path, election, now);
             survey.counts[i][state.index()] += 1;
             survey.masterless[i] += election.masterless_total(now);
+            let verdict = tree.lease_verdict(path, election);
+            if let Some(v) = verdict {
+                survey.leases[i][v.index()] += 1;
+            }
             if rank {
-                let tier = self.tier_of(election, state, now, window);
+                let tier = if lease_needs_attention(verdict) {
+                    Tier::Now
+                } else {
+                    self.tier_of(election, state, now, window)
+                };
                 seen.push((tier, n, (tree, path, election)));
             } else {
                 survey.exported.push((tree, path, election));

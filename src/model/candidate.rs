@@ -267,9 +267,9 @@ impl IdentityMode {
                     other => other.to_string(),
                 }),
         };
-        let cleaned = raw.as_deref().map(clean).unwrap_or_default();
+        let cleaned = raw.as_deref().map(clean_identity).unwrap_or_default();
         if cleaned.is_empty() {
-            clean(name)
+            clean_identity(name)
         } else {
             cleaned
         }
@@ -315,8 +315,9 @@ fn text_prefix(data: &[u8]) -> Option<String> {
 
 /// Trims, replaces control characters (NUL, newline, escape sequences: they
 /// break legends and terminals downstream) with U+FFFD, and cuts to
-/// [`MAX_IDENTITY_CHARS`] characters.
-fn clean(s: &str) -> String {
+/// [`MAX_IDENTITY_CHARS`] characters. Also what the lease source makes of
+/// a holder, so that the two compare as equals.
+pub fn clean_identity(s: &str) -> String {
     s.trim()
         .chars()
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })

@@ -289,6 +289,27 @@ impl SharedCluster {
         (g.name.clone(), new)
     }
 
+    /// A lease query of tree `id`, sent at `now`, gave `reading`.
+    pub fn lease_succeeded(
+        &self,
+        id: TreeId,
+        reading: crate::model::lease::LeaseReading,
+        now: Now,
+    ) {
+        self.write().lease_succeeded(id, reading, now);
+    }
+
+    /// A lease query of tree `id` failed; true when the failure is new (log it).
+    pub fn lease_failed(
+        &self,
+        id: TreeId,
+        why: crate::model::lease::Failure,
+        message: String,
+        now: Now,
+    ) -> bool {
+        self.write().lease_failed(id, why, message, now)
+    }
+
     /// Owner sessions of every tree's ephemeral nodes.
     pub fn owners(&self) -> Vec<i64> {
         self.read().owners()

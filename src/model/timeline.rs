@@ -84,6 +84,14 @@ pub enum What {
     LockAcquired { holder: Master },
     /// A hold passed the lock tree's `max_hold`.
     LockHeldLong { holder: Master, held: Duration },
+    /// What the application's lease table says of the election changed
+    /// (see [`crate::model::lease::Verdict`]): ZooKeeper's master and the
+    /// lease's holder as the reading found them.
+    LeaseVerdict {
+        verdict: super::lease::Verdict,
+        master: Option<String>,
+        holder: Option<String>,
+    },
     /// A member registered in a group that exports its members.
     MemberJoined { member: Master },
     /// A member of such a group went.
@@ -105,6 +113,7 @@ impl What {
             What::MasterNamed { .. } => "master_named",
             What::LockAcquired { .. } => "lock_acquired",
             What::LockHeldLong { .. } => "lock_held_long",
+            What::LeaseVerdict { .. } => "lease_verdict",
             What::MemberJoined { .. } => "member_joined",
             What::MemberLeft { .. } => "member_left",
             What::SessionLost { .. } => "session_lost",

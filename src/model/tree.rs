@@ -218,6 +218,27 @@ impl Tree {
         }
     }
 
+    /// What the lease says of election `path` now, for the outputs: only
+    /// while the tree reflects ZooKeeper (a stale master against a fresh
+    /// lease would read as split brain) and the lease source reads.
+    pub fn lease_verdict(
+        &self,
+        path: &str,
+        election: &super::election::Election,
+    ) -> Option<super::lease::Verdict> {
+        if !self.synced() {
+            return None;
+        }
+        self.as_elections()?.fresh_lease_verdict(path, election)
+    }
+
+    pub fn as_elections_mut(&mut self) -> Option<&mut ElectionTree> {
+        match &mut self.kind {
+            TreeKind::Elections(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Where a sequential tree's elections keep their records, outside
     /// what the tree lists (see [`OuterRecord`]).
     pub fn outer_record(&self) -> Option<OuterRecord> {

@@ -4,5 +4,6 @@
 
 pub mod discovery;
 pub mod fourlw;
+pub mod lease;
 pub mod probe;
 pub mod zk;

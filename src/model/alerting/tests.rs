@@ -15,6 +15,7 @@ fn reading(conditions: Vec<Condition>) -> Reading {
         fresh: true,
         conditions,
         frozen: Default::default(),
+        lease_frozen: Default::default(),
     }
 }
 

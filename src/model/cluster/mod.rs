@@ -331,6 +331,38 @@ impl ClusterState {
         self.take_events(now);
     }
 
+    /// A lease query of tree `id`, sent at `now`, gave `reading`.
+    pub fn lease_succeeded(
+        &mut self,
+        id: tree::TreeId,
+        reading: super::lease::LeaseReading,
+        now: crate::model::Now,
+    ) {
+        let connected = self.session.is_connected();
+        if let Some(tree) = self.tree_mut(id) {
+            // Judged only against a current view of ZooKeeper: a stale
+            // master against a fresh lease would read as split brain.
+            let judge = connected && tree.synced();
+            if let Some(elections) = tree.as_elections_mut() {
+                elections.lease_succeeded(reading, now, judge);
+            }
+        }
+        self.take_events(now);
+    }
+
+    /// A lease query of tree `id` failed; true when the failure is new.
+    pub fn lease_failed(
+        &mut self,
+        id: tree::TreeId,
+        why: super::lease::Failure,
+        message: String,
+        now: crate::model::Now,
+    ) -> bool {
+        self.tree_mut(id)
+            .and_then(|t| t.as_elections_mut())
+            .is_some_and(|tree| tree.lease_failed(why, message, now))
+    }
+
     /// A timeline entry of the agent's own (its session).
     pub fn note(&mut self, at: std::time::SystemTime, what: super::timeline::What) {
         self.timeline.push(at, String::new(), what);

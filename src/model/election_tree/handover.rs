@@ -36,7 +36,7 @@ impl Handover {
 impl ElectionTree {
     /// The master of election `path` went: its handover starts now.
     pub(super) fn handover_starts(&mut self, path: &str, now: Now) {
-        if self.spec.record.is_none() {
+        if !self.has_takeover_evidence() {
             return;
         }
         if let Some(entry) = self.elections.get_mut(path) {
@@ -69,6 +69,21 @@ impl ElectionTree {
             handover.done = Some((took, now.wall));
             self.handovers.observe(took.as_secs_f64());
         }
+    }
+
+    /// The lease's first reading naming the new master of `path`: the
+    /// handover ended no later than that write (`write`, on the agent's
+    /// monotonic clock).
+    pub(super) fn handover_leased(&mut self, path: &str, write: Instant, wall: SystemTime) {
+        let Some(entry) = self.elections.get_mut(path) else {
+            return;
+        };
+        let Some(handover) = entry.handover.as_deref_mut().filter(|h| h.done.is_none()) else {
+            return;
+        };
+        let took = write.saturating_duration_since(handover.started);
+        handover.done = Some((took, wall));
+        self.handovers.observe(took.as_secs_f64());
     }
 
     /// The last handover of election `path`, if one started.

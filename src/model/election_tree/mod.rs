@@ -21,6 +21,7 @@ use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
 use super::election::Election;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
+use super::lease::LeaseBook;
 use super::now::Now;
 
 /// Children of one election that carry no sequence suffix; not candidates,
@@ -135,12 +136,16 @@ pub struct ElectionTree {
     /// owner session, as the latest ghost-check round gave it; empty
     /// otherwise.
     owner_addresses: HashMap<i64, Box<str>>,
+    /// The lease source's readings, when the spec has a lease.
+    lease: Option<Box<LeaseBook>>,
 }
 
 impl ElectionTree {
     pub fn new(spec: impl Into<ElectionSpec>) -> Self {
+        let spec: ElectionSpec = spec.into();
         Self {
-            spec: spec.into(),
+            lease: spec.lease.as_ref().map(|_| Box::default()),
+            spec,
             elections: BTreeMap::new(),
             outer_records: BTreeMap::new(),
             switches: 0,
@@ -306,7 +311,13 @@ impl ElectionTree {
     /// Handover times, for trees with a record (the evidence); `None`
     /// for the others, which have no figure to show.
     pub fn handover_histogram(&self) -> Option<&Histogram> {
-        self.spec.record.as_ref().map(|_| &self.handovers)
+        self.has_takeover_evidence().then_some(&self.handovers)
+    }
+
+    /// Whether anything can show a new master taking over: a record, or
+    /// the lease table.
+    fn has_takeover_evidence(&self) -> bool {
+        self.spec.record.is_some() || self.spec.lease.is_some()
     }
 }
 
@@ -551,6 +562,7 @@ impl TreeContent for ElectionTree {
 }
 
 mod handover;
+mod lease;
 mod naming;
 mod spec;
 

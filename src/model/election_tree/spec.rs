@@ -24,6 +24,9 @@ pub struct ElectionSpec {
     /// The set's availability objective, exported so that one set of
     /// burn-rate rules covers every set that has one.
     pub slo: Option<Slo>,
+    /// The application's lease table, when one is read for these
+    /// elections (the source's settings live in the configuration).
+    pub lease: Option<crate::model::lease::LeaseSpec>,
 }
 
 /// An availability objective: the share of time each election of the set
@@ -43,6 +46,7 @@ impl From<IdentityMode> for ElectionSpec {
             record: None,
             no_master_for: None,
             slo: None,
+            lease: None,
         }
     }
 }

@@ -39,6 +39,7 @@ fn controller() -> ElectionTree {
         record: None,
         no_master_for: None,
         slo: None,
+        lease: None,
     })
 }
 
@@ -108,6 +109,7 @@ fn epoch_regressions_and_records_are_read_from_siblings() {
         record: Some(("crumb".into(), IdentityMode::Data)),
         no_master_for: None,
         slo: None,
+        lease: None,
     });
     let data = |name: &str, text: &str, owner| ChildNode {
         name: name.into(),

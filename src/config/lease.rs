@@ -1,0 +1,252 @@
+//! An election set's lease source: `lease = { dsn_file = …, … }`, the table
+//! where the application's master renews its lease (see
+//! [`crate::model::lease`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::validate::{Bounds, bounded_duration};
+use crate::model::lease::{LeaseKey, LeaseSpec};
+
+/// `lease = { … }` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLease {
+    dsn_file: Option<PathBuf>,
+    password_file: Option<PathBuf>,
+    table: Option<String>,
+    key: Option<String>,
+    holder: Option<String>,
+    lease_until: Option<String>,
+    last_seen: Option<String>,
+    key_from: Option<String>,
+    interval: Option<String>,
+    timeout: Option<String>,
+    max_rows: Option<u64>,
+    time_zone: Option<String>,
+    split_brain_for: Option<String>,
+    expired_for: Option<String>,
+}
+
+/// The database a DSN names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    /// MySQL and MariaDB.
+    MySql,
+}
+
+impl Dialect {
+    /// The dialect of a DSN's scheme.
+    pub fn of_dsn(dsn: &str) -> Result<Self, String> {
+        let scheme = dsn.split_once("://").map(|(s, _)| s).unwrap_or("");
+        match scheme {
+            "postgres" | "postgresql" => Ok(Dialect::Postgres),
+            "mysql" | "mariadb" => Ok(Dialect::MySql),
+            _ => Err(
+                "the DSN must start with postgres://, postgresql://, mysql:// or mariadb://".into(),
+            ),
+        }
+    }
+}
+
+/// Where and how the lease table is read. The DSN and password are read
+/// from their files at every connection (a rotated password is taken up
+/// without a reload) and never logged: errors name the file, and the
+/// database by host and port only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseSource {
+    pub dsn_file: PathBuf,
+    pub password_file: Option<PathBuf>,
+    /// Table and columns, checked to be plain identifiers (quoted in the
+    /// query), so no configuration can inject SQL.
+    pub table: String,
+    pub key: String,
+    pub holder: String,
+    pub lease_until: String,
+    pub last_seen: String,
+    /// One query per interval; a query that takes longer delays the next
+    /// (queries never overlap).
+    pub interval: Duration,
+    /// Connection plus query, enforced by the agent and by the database
+    /// (statement timeout).
+    pub timeout: Duration,
+    /// Most rows read per query.
+    pub max_rows: u64,
+    /// The session time zone: the zone the application's timestamps
+    /// without time zone are written in (UTC by default).
+    pub time_zone: Option<String>,
+}
+
+/// A plain SQL identifier (`schema.table` for the table).
+fn identifier(
+    key: &str,
+    value: Option<&str>,
+    default: &str,
+    dotted: bool,
+) -> Result<String, ConfigError> {
+    let value = value.unwrap_or(default);
+    let plain = |part: &str| {
+        let mut chars = part.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && part.len() <= 64
+    };
+    let ok = if dotted {
+        value.split('.').count() <= 2 && value.split('.').all(plain)
+    } else {
+        plain(value)
+    };
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(ConfigError::new(
+            key,
+            format!(
+                "`{value}` is not a plain SQL identifier (letters, digits and `_`, at most 64{}): the agent quotes it, and refuses anything it would have to escape",
+                if dotted {
+                    "; `schema.table` for another schema"
+                } else {
+                    ""
+                }
+            ),
+        ))
+    }
+}
+
+const INTERVAL: Bounds = Bounds {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(3600),
+    says: "must be between 100ms and 1h",
+};
+
+const HOLD: Bounds = Bounds {
+    min: Duration::ZERO,
+    max: Duration::from_secs(86_400),
+    says: "must be between 0s and 24h",
+};
+
+/// Validates `lease` of election set `ekey`: the source, and the
+/// settings the model judges with.
+pub(super) fn validate_lease(
+    ekey: &str,
+    raw: &RawLease,
+) -> Result<(LeaseSource, LeaseSpec), ConfigError> {
+    let key = |field: &str| format!("{ekey}.lease.{field}");
+    let dsn_file = raw.dsn_file.clone().ok_or_else(|| {
+        ConfigError::new(
+            key("dsn_file"),
+            "is required: a file holding the database's DSN, e.g. postgres://agent@db:5432/app?sslmode=verify-full",
+        )
+    })?;
+    let dsn = std::fs::read_to_string(&dsn_file).map_err(|e| {
+        ConfigError::new(
+            key("dsn_file"),
+            format!("cannot read {}: {e}", dsn_file.display()),
+        )
+    })?;
+    Dialect::of_dsn(dsn.trim()).map_err(|m| ConfigError::new(key("dsn_file"), m))?;
+    if let Some(p) = &raw.password_file {
+        std::fs::metadata(p).map_err(|e| {
+            ConfigError::new(
+                key("password_file"),
+                format!("cannot read {}: {e}", p.display()),
+            )
+        })?;
+    }
+    let interval = bounded_duration(
+        &key("interval"),
+        raw.interval.as_deref(),
+        Duration::from_secs(5),
+        &INTERVAL,
+    )?;
+    let timeout = bounded_duration(
+        &key("timeout"),
+        raw.timeout.as_deref(),
+        Duration::from_secs(2),
+        &INTERVAL,
+    )?;
+    let max_rows = raw.max_rows.unwrap_or(1_000_000);
+    if !(1..=10_000_000).contains(&max_rows) {
+        return Err(ConfigError::new(
+            key("max_rows"),
+            "must be between 1 and 10000000",
+        ));
+    }
+    let time_zone = match &raw.time_zone {
+        None => None,
+        Some(tz)
+            if !tz.is_empty()
+                && tz.len() <= 64
+                && tz
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_/+-:".contains(c)) =>
+        {
+            Some(tz.clone())
+        }
+        Some(tz) => {
+            return Err(ConfigError::new(
+                key("time_zone"),
+                format!(
+                    "`{tz}` is not a time zone name or offset (e.g. \"Asia/Shanghai\", \"+08:00\")"
+                ),
+            ));
+        }
+    };
+    let key_from = match raw.key_from.as_deref() {
+        None | Some("name") => LeaseKey::Name,
+        Some("path") => LeaseKey::Path,
+        Some(other) => {
+            return Err(ConfigError::new(
+                key("key_from"),
+                format!(
+                    "`{other}` is not \"name\" (the election node's name) or \"path\" (its whole path)"
+                ),
+            ));
+        }
+    };
+    let source = LeaseSource {
+        dsn_file,
+        password_file: raw.password_file.clone(),
+        table: identifier(&key("table"), raw.table.as_deref(), "master_lease", true)?,
+        key: identifier(&key("key"), raw.key.as_deref(), "bot_id", false)?,
+        holder: identifier(&key("holder"), raw.holder.as_deref(), "instance_id", false)?,
+        lease_until: identifier(
+            &key("lease_until"),
+            raw.lease_until.as_deref(),
+            "lease_until",
+            false,
+        )?,
+        last_seen: identifier(
+            &key("last_seen"),
+            raw.last_seen.as_deref(),
+            "last_seen",
+            false,
+        )?,
+        interval,
+        timeout,
+        max_rows,
+        time_zone,
+    };
+    let spec = LeaseSpec {
+        key: key_from,
+        split_brain_for: bounded_duration(
+            &key("split_brain_for"),
+            raw.split_brain_for.as_deref(),
+            Duration::from_secs(60),
+            &HOLD,
+        )?,
+        expired_for: bounded_duration(
+            &key("expired_for"),
+            raw.expired_for.as_deref(),
+            Duration::from_secs(120),
+            &HOLD,
+        )?,
+    };
+    Ok((source, spec))
+}
