@@ -42,6 +42,13 @@ fn the_slo_alerts_pass_their_unit_tests() {
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
+/// The lease alerts (split brain, an expired heartbeat, a blind source).
+#[test]
+fn the_lease_alerts_pass_their_unit_tests() {
+    let out = promtool(&["test", "rules", "alerts/tests/lease.rules.test.yml"]);
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
 /// (alert, expression, annotation and label keys) from the rules file.
 fn alerts() -> Vec<(String, String, BTreeSet<String>)> {
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/zookeeper.rules.yml")).unwrap();
@@ -69,7 +76,7 @@ fn alerts() -> Vec<(String, String, BTreeSet<String>)> {
 #[test]
 fn every_alert_is_complete_and_has_a_runbook() {
     let runbooks = std::fs::read_to_string(format!("{ROOT}/docs/runbooks.md")).unwrap();
-    let tests = ["zookeeper", "slo"]
+    let tests = ["zookeeper", "slo", "lease"]
         .map(|f| {
             std::fs::read_to_string(format!("{ROOT}/alerts/tests/{f}.rules.test.yml")).unwrap()
         })
