@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse
+ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases
 ensure_pypi_systems
 runs=${1:-5}
 shift || true

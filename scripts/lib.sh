@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -24,6 +24,13 @@ ensure_packages() {
         ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
         ;;
       clickhouse) command -v clickhouse-server >/dev/null 2>&1 || missing+=(clickhouse-server) ;;
+      # The lease tables' servers: PostgreSQL and MariaDB (setpriv runs
+      # PostgreSQL as its own user when the tests run as root).
+      databases)
+        ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+        command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+        command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+        ;;
     esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -8,6 +8,7 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub mod database;
 mod exporter;
 mod failover;
 mod http;

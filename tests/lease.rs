@@ -1,0 +1,530 @@
+//! The lease source against Debian's PostgreSQL and MariaDB (the
+//! application's own database, `master_lease` as the single-active design
+//! writes it), a real ZooKeeper and a real Alertmanager:
+//! (a) the master writes its lease: agrees;
+//! (b) ZooKeeper loses the old master's session (its connection cut, as a
+//!     partition does) while the old master keeps renewing: split brain,
+//!     pushed to Alertmanager, resolved once it stops;
+//! (c) a master's heartbeat stops behind a live session: lease expired;
+//! (d) the database slow (its table locked) and down: no reading, no alert
+//!     fires or resolves, the failure counted and named;
+//! (e) garbage rows: counted, never a panic, never a label over the cap;
+//! and the handover histogram against a scripted takeover with a known
+//! delay.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::database::{AGENT_PASSWORD, Database, Engine};
+use common::program::{alertmanager, alerts_in_alertmanager};
+use common::*;
+use sqlx::Connection;
+
+const T: Duration = Duration::from_secs(60);
+
+/// The application's heartbeat: `holder` renews `key` every 250 ms for
+/// 3 s, until stopped.
+struct Renewer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Renewer {
+    fn start(db: &Database, key: &str, holder: &str) -> Self {
+        let sql = db.lease_write("master_lease", key, holder, 3.0);
+        let dsn = db.app_dsn();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut c = sqlx::AnyConnection::connect(&dsn).await.unwrap();
+            while !flag.load(Ordering::SeqCst) {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        Self { stop, task }
+    }
+
+    /// Stops renewing; returns once the last write is done.
+    async fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap();
+    }
+}
+
+fn lease(db: &Database, table: &str, extra: &str) -> String {
+    format!(
+        "lease = {{ dsn_file = \"{}\", password_file = \"{}\", table = \"{table}\", interval = \"250ms\", timeout = \"1s\"{extra} }}",
+        db.dsn_file.display(),
+        db.password_file.display()
+    )
+}
+
+/// Active alerts of `name` for `election`.
+fn alerted(am: &common::program::Program, name: &str, election: &str) -> Result<usize, String> {
+    Ok(alerts_in_alertmanager(am, name)?
+        .iter()
+        .filter(|a| a["election"] == election)
+        .count())
+}
+
+async fn until_alerted(am: &common::program::Program, name: &str, election: &str, want: usize) {
+    wait_for_async(
+        &format!("{want} {name} for {election} in Alertmanager"),
+        T,
+        || match alerted(am, name, election)? {
+            n if n == want => Ok(()),
+            n => Err(format!("{n} active")),
+        },
+    )
+    .await;
+}
+
+async fn until_state(agent: &Exporter, election: &str, state: &str) {
+    agent
+        .until_values(
+            &format!("{election}: lease {state}"),
+            T,
+            &[(
+                "zookeeper_election_lease_state",
+                &[("election", election), ("state", state)],
+                Some(1.0),
+            )],
+        )
+        .await;
+}
+
+async fn split_brain_and_outages(engine: Engine) {
+    let zk = shared_server();
+    let mut db = Database::start(engine).await;
+    db.create_lease_table("master_lease").await;
+    let am = alertmanager(&format!("am-lease-{}", engine.tag()));
+    let base = unique_path(&format!("lease_{}", engine.tag()));
+    let admin = client(&zk.address()).await;
+    for bot in ["bot_1", "bot_2", "bot_3"] {
+        mkdir(&admin, &format!("{base}/bots/{bot}")).await;
+    }
+    let agent = Exporter::start(&format!(
+        "[alerting]\nalertmanagers = [\"http://127.0.0.1:{am}\"]\nresend_interval = \"1s\"\n\
+         [[clusters]]\nname = \"lease\"\nservers = [\"{zk}\"]\nsession_timeout = \"4s\"\n\
+         [[clusters.elections]]\npath = \"{base}/bots/*\"\n{}\n",
+        lease(
+            &db,
+            "master_lease",
+            ", split_brain_for = \"3s\", expired_for = \"3s\""
+        ),
+        am = am.port,
+        zk = zk.address(),
+    ));
+    let (bot_1, bot_2, bot_3) = (
+        format!("{base}/bots/bot_1"),
+        format!("{base}/bots/bot_2"),
+        format!("{base}/bots/bot_3"),
+    );
+
+    // (a) inst-a is master (through a proxy that can be cut) and renews.
+    let proxy = Proxy::start(zk.address()).await;
+    let a = abandonable_client(&proxy.address(), Duration::from_secs(4)).await;
+    candidate(&a, &bot_1, "n_", b"inst-a").await;
+    let renew_a = Renewer::start(&db, "bot_1", "inst-a");
+    agent
+        .until_values(
+            "bot_1 agrees",
+            T,
+            &[
+                (
+                    "zookeeper_election_lease_agrees",
+                    &[("election", &bot_1)],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_election_lease_holder_info",
+                    &[("election", &bot_1), ("holder", "inst-a")],
+                    Some(1.0),
+                ),
+                ("zookeeper_lease_up", &[], Some(1.0)),
+            ],
+        )
+        .await;
+
+    // The handover: inst-c leads bot_2 with inst-d standing by; inst-c's
+    // session closes, inst-d writes its lease 2 s later.
+    let c = client(&zk.address()).await;
+    candidate(&c, &bot_2, "n_", b"inst-c").await;
+    let d = client(&zk.address()).await;
+    candidate(&d, &bot_2, "n_", b"inst-d").await;
+    db.exec(&db.lease_write("master_lease", "bot_2", "inst-c", 60.0))
+        .await;
+    until_state(&agent, &bot_2, "agrees").await;
+    const DELAY: Duration = Duration::from_secs(2);
+    let closed = Instant::now();
+    drop(c);
+    tokio::time::sleep(DELAY).await;
+    db.exec(&db.lease_write("master_lease", "bot_2", "inst-d", 60.0))
+        .await;
+    let written = closed.elapsed();
+    let handover = wait_for_async("bot_2's handover", T, || {
+        let path = format!("/api/v1/elections{bot_2}");
+        let (status, body) = http_get(agent.port, &path)?;
+        let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        match v["elections"][0]["last_handover"]["seconds"].as_f64() {
+            Some(s) if status == 200 => Ok(s),
+            _ => Err(body),
+        }
+    })
+    .await;
+    // No later than the write's end after the close began; not earlier
+    // than the scripted delay less the watch's and query's latency.
+    assert!(
+        handover <= written.as_secs_f64() + 0.05 && handover >= DELAY.as_secs_f64() / 4.0,
+        "handover {handover:.3} s against a takeover {written:?} after the close"
+    );
+    let m = agent
+        .until("the handover counted", T, |m| {
+            m.get("zookeeper_tree_handover_seconds_count", &[]) == Some(1.0)
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_tree_handover_seconds_count", &[]),
+        Some(1.0)
+    );
+
+    // (b) inst-b joins bot_1; inst-a's connection is cut, ZooKeeper expires
+    // its session and elects inst-b, and inst-a keeps renewing its lease.
+    let b = client(&zk.address()).await;
+    candidate(&b, &bot_1, "n_", b"inst-b").await;
+    let cut = Instant::now();
+    proxy.cut();
+    agent
+        .until_values(
+            "inst-b master of bot_1, inst-a still leasing",
+            T,
+            &[
+                (
+                    "zookeeper_election_master",
+                    &[("election", &bot_1), ("identity", "inst-b")],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_election_lease_state",
+                    &[("election", &bot_1), ("state", "split_brain")],
+                    Some(1.0),
+                ),
+            ],
+        )
+        .await;
+    until_alerted(&am, "ZooKeeperElectionSplitBrain", &bot_1, 1).await;
+    eprintln!(
+        "{}: split brain pushed {:?} after the old master's connection was cut (session 4s, split_brain_for 3s)",
+        engine.tag(),
+        cut.elapsed()
+    );
+    let pushed = alerts_in_alertmanager(&am, "ZooKeeperElectionSplitBrain").unwrap();
+    assert_eq!(pushed[0]["cluster"], "lease");
+    assert_eq!(pushed[0]["severity"], "critical");
+    let entry = timeline(&agent, &bot_1)
+        .into_iter()
+        .find(|e| e["kind"] == "lease_verdict" && e["state"] == "split_brain")
+        .expect("a split_brain entry");
+    assert_eq!(
+        (entry["master"].as_str(), entry["holder"].as_str()),
+        (Some("inst-b"), Some("inst-a")),
+        "both identities: {entry}"
+    );
+    // inst-a stops: its lease runs out, the alert resolves; inst-b takes it.
+    renew_a.stop().await;
+    until_state(&agent, &bot_1, "not_taken").await;
+    until_alerted(&am, "ZooKeeperElectionSplitBrain", &bot_1, 0).await;
+    db.exec(&db.lease_write("master_lease", "bot_1", "inst-b", 60.0))
+        .await;
+    until_state(&agent, &bot_1, "agrees").await;
+    drop(a);
+
+    // (c) inst-e leads bot_3, writes one short lease and stops: expired.
+    let e = client(&zk.address()).await;
+    candidate(&e, &bot_3, "n_", b"inst-e").await;
+    db.exec(&db.lease_write("master_lease", "bot_3", "inst-e", 1.0))
+        .await;
+    until_state(&agent, &bot_3, "expired").await;
+    until_alerted(&am, "ZooKeeperElectionLeaseExpired", &bot_3, 1).await;
+
+    // (d) slow: the application locks the table; the agent's query times
+    // out. Meanwhile inst-e's session closes, which would end the expired
+    // lease's alert if a reading showed it: none does, so it stays.
+    let mut locker = db.app().await;
+    let lock = match engine {
+        Engine::Postgres => "BEGIN; LOCK TABLE master_lease IN ACCESS EXCLUSIVE MODE",
+        Engine::MariaDb => "LOCK TABLES master_lease WRITE",
+    };
+    sqlx::raw_sql(lock).execute(&mut locker).await.unwrap();
+    agent
+        .until("lease queries time out", T, |m| {
+            m.get("zookeeper_lease_failures_total", &[("reason", "timeout")])
+                .is_some_and(|n| n >= 1.0)
+                && m.get("zookeeper_lease_up", &[]) == Some(0.0)
+                && m.series("zookeeper_election_lease_state", &[]).is_empty()
+        })
+        .await;
+    drop(e);
+    agent
+        .until("bot_3 masterless", T, |m| {
+            m.get("zookeeper_election_has_master", &[("election", &bot_3)]) == Some(0.0)
+        })
+        .await;
+    let m = agent
+        .until("more timeouts", T, |m| {
+            m.get("zookeeper_lease_failures_total", &[("reason", "timeout")])
+                .is_some_and(|n| n >= 4.0)
+        })
+        .await;
+    assert_eq!(m.get("zookeeper_lease_up", &[]), Some(0.0));
+    assert_eq!(
+        alerted(&am, "ZooKeeperElectionLeaseExpired", &bot_3),
+        Ok(1),
+        "no reading resolves nothing"
+    );
+    let (status, ready) = agent.ready();
+    assert_eq!(
+        status, 200,
+        "a blind lease source leaves the agent ready: {ready}"
+    );
+    assert!(
+        ready.contains("degraded") && ready.contains("(timeout)"),
+        "{ready}"
+    );
+    // The lock goes: the next reading judges bot_3 (no master, an expired
+    // lease: nothing to say) and the alert resolves.
+    drop(locker);
+    agent
+        .until_values(
+            "the lease read again",
+            T,
+            &[("zookeeper_lease_up", &[], Some(1.0))],
+        )
+        .await;
+    until_alerted(&am, "ZooKeeperElectionLeaseExpired", &bot_3, 0).await;
+
+    // Down: the database stops; refused connections are counted.
+    db.kill();
+    agent
+        .until("lease connections refused", T, |m| {
+            m.get("zookeeper_lease_failures_total", &[("reason", "connect")])
+                .is_some_and(|n| n >= 1.0)
+                && m.get("zookeeper_lease_up", &[]) == Some(0.0)
+        })
+        .await;
+    let (status, body) = http_get(agent.port, "/api/v1/status").unwrap();
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let source = &v["clusters"][0]["leases"][0];
+    assert_eq!(source["reason"], "connect", "{source}");
+    assert!(
+        source["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{}", db.port)),
+        "names the database: {source}"
+    );
+    db.restart().await;
+    agent
+        .until_values(
+            "the database back",
+            T,
+            &[("zookeeper_lease_up", &[], Some(1.0))],
+        )
+        .await;
+    until_state(&agent, &bot_1, "agrees").await;
+    let log = agent.log();
+    assert!(
+        !log.contains(AGENT_PASSWORD) && !body.contains(AGENT_PASSWORD),
+        "the password reached a log or the API"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_split_brain_and_outages() {
+    split_brain_and_outages(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_split_brain_and_outages() {
+    split_brain_and_outages(Engine::MariaDb).await;
+}
+
+/// (e): NULLs, keys no election has, a duplicated key, a huge key and a
+/// huge holder, a `last_seen` in the future, a timestamp column of the
+/// wrong type.
+async fn garbage(engine: Engine) {
+    let zk = shared_server();
+    let db = Database::start(engine).await;
+    db.exec(
+        "CREATE TABLE junk (bot_id TEXT NULL, instance_id TEXT NULL, last_seen TIMESTAMP(3) NULL, lease_until TIMESTAMP(3) NULL)",
+    )
+    .await;
+    db.grant_read("junk").await;
+    db.exec(
+        "CREATE TABLE typed (bot_id VARCHAR(64), instance_id VARCHAR(64), last_seen VARCHAR(64), lease_until VARCHAR(64))",
+    )
+    .await;
+    db.grant_read("typed").await;
+    let huge = "x".repeat(10_000);
+    let (now, hour, future) = (db.now_plus(0.0), db.now_plus(3600.0), db.now_plus(7200.0));
+    let long_key = "k".repeat(1000);
+    for row in [
+        format!("('g1', NULL, {now}, {hour})"),
+        format!("('g2', 'x', {now}, NULL)"),
+        format!("(NULL, 'x', {now}, {hour})"),
+        format!("('g3', '{huge}', {now}, {hour})"),
+        format!("('g4', 'a', {now}, {hour})"),
+        format!("('g4', 'b', {now}, {hour})"),
+        format!("('{long_key}', 'a', {now}, {hour})"),
+        format!("('nobody', 'a', {now}, {hour})"),
+        format!("('g6', 'a', {hour}, {future})"),
+    ] {
+        db.exec(&format!("INSERT INTO junk VALUES {row}")).await;
+    }
+    db.exec("INSERT INTO typed VALUES ('t1', 'a', 'yesterday', 'soon')")
+        .await;
+    let base = unique_path(&format!("garbage_{}", engine.tag()));
+    let admin = client(&zk.address()).await;
+    let owner = client(&zk.address()).await;
+    for (g, data) in [
+        ("g3", huge.as_bytes()),
+        ("g4", b"a"),
+        ("g5", b"inst-5"),
+        ("g6", b"a"),
+    ] {
+        mkdir(&admin, &format!("{base}/junk/{g}")).await;
+        candidate(&owner, &format!("{base}/junk/{g}"), "n_", data).await;
+    }
+    mkdir(&admin, &format!("{base}/typed/t1")).await;
+    candidate(&owner, &format!("{base}/typed/t1"), "n_", b"a").await;
+    let agent = Exporter::start(&format!(
+        "[[clusters]]\nname = \"garbage\"\nservers = [\"{zk}\"]\n\
+         [[clusters.elections]]\npath = \"{base}/junk/*\"\n{}\n\
+         [[clusters.elections]]\npath = \"{base}/typed/*\"\n{}\n",
+        lease(&db, "junk", ""),
+        lease(&db, "typed", ""),
+        zk = zk.address(),
+    ));
+    let junk = format!("{base}/junk/*");
+    let m = agent
+        .until_values(
+            "the junk table judged",
+            T,
+            &[
+                ("zookeeper_lease_rows", &[("tree", &junk)], Some(2.0)),
+                (
+                    "zookeeper_lease_rows_unmatched",
+                    &[("tree", &junk)],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_lease_rows_rejected",
+                    &[("tree", &junk), ("reason", "null")],
+                    Some(3.0),
+                ),
+                (
+                    "zookeeper_lease_rows_rejected",
+                    &[("tree", &junk), ("reason", "duplicate")],
+                    Some(2.0),
+                ),
+                (
+                    "zookeeper_lease_rows_rejected",
+                    &[("tree", &junk), ("reason", "too_long")],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_lease_rows_rejected",
+                    &[("tree", &junk), ("reason", "future")],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_election_lease_state",
+                    &[
+                        ("election", &format!("{base}/junk/g3")),
+                        ("state", "agrees"),
+                    ],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_election_lease_state",
+                    &[
+                        ("election", &format!("{base}/junk/g5")),
+                        ("state", "no_row"),
+                    ],
+                    Some(1.0),
+                ),
+            ],
+        )
+        .await;
+    // The duplicated key is not judged, nor is the row from the future.
+    for g in ["g4", "g6"] {
+        let election = format!("{base}/junk/{g}");
+        assert!(
+            m.series("zookeeper_election_lease_state", &[("election", &election)])
+                .is_empty(),
+            "{g} judged"
+        );
+    }
+    for (labels, _) in m.series("zookeeper_election_lease_holder_info", &[]) {
+        assert!(labels["holder"].chars().count() <= 128, "{labels:?}");
+    }
+    // The wrong column type: PostgreSQL refuses the query (no reading);
+    // MariaDB converts the text to NULL (a rejected row).
+    let typed = format!("{base}/typed/*");
+    match engine {
+        Engine::Postgres => {
+            agent
+                .until("the typed table refused", T, |m| {
+                    m.get(
+                        "zookeeper_lease_failures_total",
+                        &[("tree", &typed), ("reason", "query")],
+                    )
+                    .is_some_and(|n| n >= 1.0)
+                        && m.get("zookeeper_lease_up", &[("tree", &typed)]) == Some(0.0)
+                })
+                .await;
+            let (status, ready) = agent.ready();
+            assert!(
+                status == 200 && ready.contains("(query)"),
+                "{status} {ready}"
+            );
+        }
+        Engine::MariaDb => {
+            agent
+                .until_values(
+                    "the typed table's row rejected",
+                    T,
+                    &[
+                        ("zookeeper_lease_up", &[("tree", &typed)], Some(1.0)),
+                        (
+                            "zookeeper_lease_rows_rejected",
+                            &[("tree", &typed), ("reason", "null")],
+                            Some(1.0),
+                        ),
+                    ],
+                )
+                .await;
+        }
+    }
+    // Still serving, still watching.
+    let (status, _) = http_get(agent.port, "/api/v1/status").unwrap();
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_garbage_rows() {
+    garbage(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_garbage_rows() {
+    garbage(Engine::MariaDb).await;
+}
