@@ -60,6 +60,9 @@ pub struct LeaseRow {
     pub remaining: f64,
     /// `now() - last_seen`: how long ago the holder last wrote.
     pub heartbeat_age: f64,
+    /// Whether a watched election has this row's key (set when the
+    /// reading is taken up).
+    pub matched: bool,
 }
 
 /// Why a row was not used.
@@ -196,6 +199,7 @@ impl LeaseReading {
             holder,
             remaining,
             heartbeat_age: age.max(0.0),
+            matched: false,
         };
         if self.rows.insert(key.clone(), row).is_some() {
             self.rows.remove(&key);

@@ -31,6 +31,15 @@ impl Handover {
     pub fn done(&self) -> Option<(Duration, SystemTime)> {
         self.done
     }
+
+    /// Ends a pending handover with the new master's takeover at `write`
+    /// (monotonic; the lease's last write, an upper bound of the first),
+    /// seen at `wall`; returns how long it took.
+    pub(super) fn finish(&mut self, write: Instant, wall: SystemTime) -> Duration {
+        let took = write.saturating_duration_since(self.started);
+        self.done = Some((took, wall));
+        took
+    }
 }
 
 impl ElectionTree {
@@ -69,21 +78,6 @@ impl ElectionTree {
             handover.done = Some((took, now.wall));
             self.handovers.observe(took.as_secs_f64());
         }
-    }
-
-    /// The lease's first reading naming the new master of `path`: the
-    /// handover ended no later than that write (`write`, on the agent's
-    /// monotonic clock).
-    pub(super) fn handover_leased(&mut self, path: &str, write: Instant, wall: SystemTime) {
-        let Some(entry) = self.elections.get_mut(path) else {
-            return;
-        };
-        let Some(handover) = entry.handover.as_deref_mut().filter(|h| h.done.is_none()) else {
-            return;
-        };
-        let took = write.saturating_duration_since(handover.started);
-        handover.done = Some((took, wall));
-        self.handovers.observe(took.as_secs_f64());
     }
 
     /// The last handover of election `path`, if one started.

@@ -67,65 +67,60 @@ impl ElectionTree {
     /// A lease query gave `reading`, sent at `now`. With `judge` false
     /// (the tree does not reflect ZooKeeper now) the reading is kept, but
     /// no verdict is noted and no handover ends on it.
-    pub fn lease_succeeded(&mut self, reading: LeaseReading, now: Now, judge: bool) {
-        if self.lease.is_none() {
-            return;
-        }
-        let Some(spec) = self.spec.lease.clone() else {
+    ///
+    /// One pass over the elections, under the cluster's write lock: each
+    /// election's row is found by hash, its last verdict moved (not
+    /// copied) into the new map, and only a pending handover does more.
+    pub fn lease_succeeded(&mut self, reading: LeaseReading, now: Now, judge_now: bool) {
+        let (Some(spec), Some(mut book)) = (self.spec.lease.clone(), self.lease.take()) else {
             return;
         };
-        let mut book = self.lease.take().unwrap_or_default();
-        let keys: std::collections::HashSet<&str> =
-            self.elections.keys().map(|p| spec.key.of(p)).collect();
-        book.unmatched = reading
-            .rows
-            .keys()
-            .filter(|k| !keys.contains(&***k))
-            .count() as u64;
-        drop(keys);
         book.succeeded(reading);
-        let mut entries = Vec::new();
-        let mut leased = Vec::new();
-        let mut verdicts = std::collections::HashMap::with_capacity(book.verdicts.len());
-        self.lease = Some(book);
-        if !judge {
-            return;
-        }
-        for (path, election) in self.elections() {
-            let Some(verdict) = self.lease_verdict(path, election) else {
+        let reading = book.last.as_mut().expect("set above");
+        let mut verdicts = std::collections::HashMap::with_capacity(if judge_now {
+            self.elections.len()
+        } else {
+            0
+        });
+        for (path, entry) in self.elections.iter_mut() {
+            let key = spec.key.of(path);
+            // Marked whether judged or not: a row some election has is
+            // not unmatched.
+            let present = reading
+                .rows
+                .get_mut(key)
+                .map(|r| r.matched = true)
+                .is_some();
+            if !judge_now || (!present && reading.unjudged.contains(key)) {
                 continue;
-            };
-            let book = self.lease.as_deref().expect("set above");
-            let before = book.verdicts.get(path).copied();
-            let row = book.row(spec.key.of(path));
-            if verdict == Verdict::Agrees
-                && let Some(row) = row
-            {
+            }
+            let reading = &*reading;
+            let row = if present { reading.rows.get(key) } else { None };
+            let verdict = judge_one(
+                &mut self.events,
+                &mut verdicts,
+                &mut book.verdicts,
+                path,
+                &entry.election,
+                row,
+                reading,
+            );
+            if let (Some(Verdict::Agrees), Some(row), Some(handover)) = (
+                verdict,
+                row,
+                entry.handover.as_deref_mut().filter(|h| h.done().is_none()),
+            ) {
                 let age = Duration::try_from_secs_f64(row.heartbeat_age).unwrap_or_default();
-                leased.push((
-                    path.to_owned(),
-                    now.mono.checked_sub(age).unwrap_or(now.mono),
-                ));
+                let write = now.mono.checked_sub(age).unwrap_or(now.mono);
+                let took = handover.finish(write, now.wall);
+                self.handovers.observe(took.as_secs_f64());
             }
-            if noteworthy(before, verdict) {
-                entries.push((
-                    path.to_owned(),
-                    What::LeaseVerdict {
-                        verdict,
-                        master: election.master().map(|m| m.identity.to_owned()),
-                        holder: row.map(|r| r.holder.clone()),
-                    },
-                ));
-            }
-            verdicts.insert(Box::from(path), verdict);
         }
-        if let Some(book) = self.lease.as_deref_mut() {
+        book.unmatched = reading.rows.values().filter(|r| !r.matched).count() as u64;
+        if judge_now {
             book.verdicts = verdicts;
         }
-        for (path, write) in leased {
-            self.handover_leased(&path, write, now.wall);
-        }
-        self.events.extend(entries);
+        self.lease = Some(book);
     }
 
     /// A lease query failed; true when the failure is new (log it).
@@ -134,6 +129,40 @@ impl ElectionTree {
             .as_deref_mut()
             .is_some_and(|book| book.failed(why, message, now.wall))
     }
+}
+
+/// Judges one election against `row` (its row in `reading`): the
+/// verdict goes into `verdicts` (its key moved from `before` when it had
+/// one) and a change into `events`.
+fn judge_one(
+    events: &mut Vec<(String, What)>,
+    verdicts: &mut std::collections::HashMap<Box<str>, Verdict>,
+    before: &mut std::collections::HashMap<Box<str>, Verdict>,
+    path: &str,
+    election: &Election,
+    row: Option<&LeaseRow>,
+    reading: &LeaseReading,
+) -> Option<Verdict> {
+    let masterless = election
+        .masterless_since()
+        .and_then(|since| reading.wall_of(since));
+    let verdict = judge(zk_side(election, masterless)?, row, reading)?;
+    let (name, was) = match before.remove_entry(path) {
+        Some((name, was)) => (name, Some(was)),
+        None => (Box::from(path), None),
+    };
+    if noteworthy(was, verdict) {
+        events.push((
+            path.to_owned(),
+            What::LeaseVerdict {
+                verdict,
+                master: election.master().map(|m| m.identity.to_owned()),
+                holder: row.map(|r| r.holder.clone()),
+            },
+        ));
+    }
+    verdicts.insert(name, verdict);
+    Some(verdict)
 }
 
 /// Whether a verdict change belongs in the timeline: every change, and a
