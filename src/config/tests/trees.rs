@@ -412,3 +412,66 @@ fn an_election_sets_slo_is_a_share_over_a_window() {
         );
     }
 }
+
+#[test]
+fn lease_sources() {
+    let dir = std::env::temp_dir().join(format!("zkee-lease-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dsn = dir.join("dsn");
+    std::fs::write(&dsn, "postgres://agent@db:5432/app\n").unwrap();
+    let base = "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"/bots/*\"\n";
+    let with = |lease: &str| {
+        format!(
+            "{base}lease = {{ dsn_file = \"{}\"{lease} }}",
+            dsn.display()
+        )
+    };
+    let c = load_file(&with(", table = \"app.leases\", interval = \"1s\""), &[]).unwrap();
+    let e = &c.clusters[0].elections[0];
+    let source = e.lease.as_ref().unwrap();
+    assert_eq!(
+        (
+            source.table.as_str(),
+            source.key.as_str(),
+            source.holder.as_str()
+        ),
+        ("app.leases", "bot_id", "instance_id")
+    );
+    assert_eq!(source.interval, Duration::from_secs(1));
+    assert_eq!(source.timeout, Duration::from_secs(2));
+    let spec = e.spec.lease.as_ref().unwrap();
+    assert_eq!(spec.split_brain_for, Duration::from_secs(60));
+    assert_eq!(spec.key, crate::model::lease::LeaseKey::Name);
+    // Refused, naming the key: anything that would need escaping in SQL,
+    // an unknown scheme, a missing file, an unknown key_from.
+    assert!(err(&with(", holder = \"id; DROP TABLE x\"")).starts_with(
+        "clusters[0].elections[0].lease.holder: `id; DROP TABLE x` is not a plain SQL identifier"
+    ));
+    assert!(err(&with(", table = \"a.b.c\"")).starts_with("clusters[0].elections[0].lease.table:"));
+    assert!(
+        err(&with(", key_from = \"glob\"")).starts_with("clusters[0].elections[0].lease.key_from:")
+    );
+    assert!(
+        err(&with(", time_zone = \"'; --\""))
+            .starts_with("clusters[0].elections[0].lease.time_zone:")
+    );
+    assert!(err(&with(", max_rows = 0")).starts_with("clusters[0].elections[0].lease.max_rows:"));
+    assert!(err(&with(", colour = \"red\"")).contains("colour"));
+    assert!(
+        err(&format!("{base}lease = {{ table = \"t\" }}"))
+            .starts_with("clusters[0].elections[0].lease.dsn_file: is required")
+    );
+    assert!(
+        err(&format!(
+            "{base}lease = {{ dsn_file = \"/nonexistent/dsn\" }}"
+        ))
+        .starts_with("clusters[0].elections[0].lease.dsn_file: cannot read /nonexistent/dsn")
+    );
+    std::fs::write(&dsn, "sqlite:///tmp/x.db").unwrap();
+    assert!(err(&with("")).contains("must start with postgres://"));
+    // The DSN's content never shows in the printed configuration.
+    std::fs::write(&dsn, "postgres://agent:hunter2@db/app").unwrap();
+    let c = load_file(&with(""), &[]).unwrap();
+    assert!(!format!("{c:?}").contains("hunter2"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

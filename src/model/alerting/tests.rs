@@ -207,3 +207,54 @@ fn an_election_set_may_hold_masterless_alerts_longer_or_shorter() {
     );
     assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/slow")]);
 }
+
+fn split_brain(election: &str) -> Condition {
+    Condition {
+        kind: Kind::SplitBrain,
+        election: election.into(),
+        since: None,
+        value: 0,
+        hold: Some(Duration::from_secs(3)),
+    }
+}
+
+#[test]
+fn a_lease_source_without_a_reading_keeps_the_lease_alerts_alone() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    book.update("c", reading(vec![split_brain("/e")]), None, at(t0, 0));
+    let (changes, _) = book.update("c", reading(vec![split_brain("/e")]), None, at(t0, 3));
+    assert_eq!(changes.fired, vec![key(Kind::SplitBrain, "/e")]);
+    // The lease query fails: split brain stays, while a ZooKeeper alert of
+    // the same election still fires and resolves on the session's reading.
+    let mut blind = reading(vec![masterless("/e", at(t0, 3))]);
+    blind.lease_frozen.insert("/e".into());
+    let (changes, _) = book.update("c", blind.clone(), None, at(t0, 9));
+    assert!(changes.resolved.is_empty(), "no reading resolves nothing");
+    assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
+    blind.conditions.clear();
+    let (changes, _) = book.update("c", blind, None, at(t0, 10));
+    assert_eq!(
+        changes
+            .resolved
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>(),
+        vec![key(Kind::NoMaster, "/e")]
+    );
+    // A reading again, without split brain: it resolves.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 11));
+    assert_eq!(changes.resolved[0].0, key(Kind::SplitBrain, "/e"));
+    assert!(book.is_empty());
+}
+
+#[test]
+fn a_lease_source_without_a_reading_fires_nothing_new() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    book.update("c", reading(vec![split_brain("/e")]), None, at(t0, 0));
+    let mut blind = reading(vec![]);
+    blind.lease_frozen.insert("/e".into());
+    let (changes, _) = book.update("c", blind, None, at(t0, 30));
+    assert!(changes.fired.is_empty(), "the hold passed without evidence");
+}
