@@ -528,3 +528,100 @@ async fn postgres_garbage_rows() {
 async fn mariadb_garbage_rows() {
     garbage(Engine::MariaDb).await;
 }
+
+/// TLS to the database: the agent verifies the server's certificate
+/// against the CA its DSN names, and the server takes the agent over TLS
+/// only. A DSN trusting another CA, or asking for no TLS, gets no reading.
+async fn over_tls(engine: Engine) {
+    let zk = shared_server();
+    let db = Database::start_tls(engine).await;
+    db.create_lease_table("master_lease").await;
+    db.exec(&db.lease_write("master_lease", "bot_1", "inst-a", 3600.0))
+        .await;
+    let base = unique_path(&format!("tls_{}", engine.tag()));
+    let admin = client(&zk.address()).await;
+    let owner = client(&zk.address()).await;
+    for set in ["verified", "other_ca", "plain"] {
+        mkdir(&admin, &format!("{base}/{set}/bot_1")).await;
+        candidate(&owner, &format!("{base}/{set}/bot_1"), "n_", b"inst-a").await;
+    }
+    let verified = std::fs::read_to_string(&db.dsn_file).unwrap();
+    let other = common::pki::Ca::new(&db.dir, "other");
+    let other_dsn = db.dir.join("other-ca.dsn");
+    std::fs::write(
+        &other_dsn,
+        verified.replace(
+            "db-ca.pem",
+            &other.cert_file.file_name().unwrap().to_string_lossy(),
+        ),
+    )
+    .unwrap();
+    let plain_dsn = db.dir.join("plain.dsn");
+    let keep = verified.split_once('?').unwrap().0;
+    let no_tls = match engine {
+        Engine::Postgres => "sslmode=disable",
+        Engine::MariaDb => "ssl-mode=DISABLED",
+    };
+    std::fs::write(&plain_dsn, format!("{keep}?{no_tls}\n")).unwrap();
+    let set = |name: &str, dsn: &std::path::Path| {
+        format!(
+            "[[clusters.elections]]\npath = \"{base}/{name}/*\"\nlease = {{ dsn_file = \"{}\", password_file = \"{}\", interval = \"250ms\", timeout = \"2s\" }}\n",
+            dsn.display(),
+            db.password_file.display()
+        )
+    };
+    let agent = Exporter::start(&format!(
+        "[[clusters]]\nname = \"tls\"\nservers = [\"{}\"]\n{}{}{}",
+        zk.address(),
+        set("verified", &db.dsn_file),
+        set("other_ca", &other_dsn),
+        set("plain", &plain_dsn),
+    ));
+    let (verified, other_ca, plain) = (
+        format!("{base}/verified/*"),
+        format!("{base}/other_ca/*"),
+        format!("{base}/plain/*"),
+    );
+    agent
+        .until("TLS verified, the others refused", T, |m| {
+            m.get("zookeeper_lease_up", &[("tree", &verified)]) == Some(1.0)
+                && [&other_ca, &plain].iter().all(|t| {
+                    m.get(
+                        "zookeeper_lease_failures_total",
+                        &[("tree", t), ("reason", "connect")],
+                    )
+                    .is_some_and(|n| n >= 1.0)
+                        && m.get("zookeeper_lease_readings_total", &[("tree", t)]) == Some(0.0)
+                })
+        })
+        .await;
+    until_state(&agent, &format!("{base}/verified/bot_1"), "agrees").await;
+    let (_, body) = http_get(agent.port, "/api/v1/status").unwrap();
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let error = |tree: &str| {
+        v["clusters"][0]["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["tree"] == tree)
+            .and_then(|l| l["error"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    eprintln!("other CA: {}\nno TLS: {}", error(&other_ca), error(&plain));
+    assert!(
+        error(&other_ca).to_lowercase().contains("certificate"),
+        "{}",
+        error(&other_ca)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_tls() {
+    over_tls(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_over_tls() {
+    over_tls(Engine::MariaDb).await;
+}

@@ -36,6 +36,8 @@ pub struct Database {
     /// The agent's DSN (no password) and password files.
     pub dsn_file: PathBuf,
     pub password_file: PathBuf,
+    /// The server's certificate and key when it speaks TLS.
+    tls: Option<super::pki::Leaf>,
 }
 
 const APP_PASSWORD: &str = "app-secret";
@@ -95,6 +97,18 @@ impl Database {
     /// Initialises and starts `engine` with users `app` and `agent` and
     /// database `app`; returns once `app` can connect.
     pub async fn start(engine: Engine) -> Self {
+        Self::start_with(engine, false).await
+    }
+
+    /// [`start`](Self::start) with TLS required of the agent: the server's
+    /// certificate (for 127.0.0.1) issued by a CA written to
+    /// `dir/db-ca.pem`, and the agent's DSN verifying it (`verify-full`,
+    /// `VERIFY_IDENTITY`). The agent may connect with TLS only.
+    pub async fn start_tls(engine: Engine) -> Self {
+        Self::start_with(engine, true).await
+    }
+
+    async fn start_with(engine: Engine, tls: bool) -> Self {
         let dir = temp_dir(engine.tag());
         let port = free_port();
         let dsn_file = dir.join("dsn");
@@ -104,9 +118,32 @@ impl Database {
             Engine::Postgres => "postgres",
             Engine::MariaDb => "mysql",
         };
+        let tls = tls.then(|| {
+            let ca = super::pki::Ca::new(&dir, "db");
+            let leaf = ca.issue(&dir, "server", &["127.0.0.1"]);
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&leaf.key_file, std::fs::Permissions::from_mode(0o600))
+                .unwrap();
+            leaf
+        });
+        let verify = match (engine, &tls) {
+            (_, None) => String::new(),
+            (Engine::Postgres, Some(_)) => {
+                format!(
+                    "?sslmode=verify-full&sslrootcert={}/db-ca.pem",
+                    dir.display()
+                )
+            }
+            (Engine::MariaDb, Some(_)) => {
+                format!(
+                    "?ssl-mode=VERIFY_IDENTITY&ssl-ca={}/db-ca.pem",
+                    dir.display()
+                )
+            }
+        };
         std::fs::write(
             &dsn_file,
-            format!("{scheme}://agent@127.0.0.1:{port}/app\n"),
+            format!("{scheme}://agent@127.0.0.1:{port}/app{verify}\n"),
         )
         .unwrap();
         match engine {
@@ -140,6 +177,7 @@ impl Database {
             child: None,
             dsn_file,
             password_file,
+            tls,
         };
         db.launch();
         db.until_up().await;
@@ -152,16 +190,43 @@ impl Database {
             ])
             .await;
         }
+        if db.tls.is_some() {
+            // The agent over TLS only; the test's own users as before.
+            match engine {
+                Engine::Postgres => {
+                    std::fs::write(
+                        db.dir.join("data/pg_hba.conf"),
+                        "local all all trust\nhostssl all agent 127.0.0.1/32 scram-sha-256\nhost all app 127.0.0.1/32 scram-sha-256\n",
+                    )
+                    .unwrap();
+                    db.exec_all(&["SELECT pg_reload_conf()".into()]).await;
+                }
+                Engine::MariaDb => db.root(&["ALTER USER 'agent'@'%' REQUIRE SSL"]).await,
+            }
+        }
         db
     }
 
     fn launch(&mut self) {
         let d = self.dir.display();
+        let tls = match (&self.tls, self.engine) {
+            (None, _) => String::new(),
+            (Some(l), Engine::Postgres) => format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                l.cert_file.display(),
+                l.key_file.display()
+            ),
+            (Some(l), Engine::MariaDb) => format!(
+                " --ssl-cert={} --ssl-key={}",
+                l.cert_file.display(),
+                l.key_file.display()
+            ),
+        };
         let command = match self.engine {
             Engine::Postgres => {
                 let bin = postgres_bin_dir();
                 let postgres = format!(
-                    "{}/postgres -D {d}/data -p {} -k {d} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB -c max_connections=30",
+                    "{}/postgres -D {d}/data -p {} -k {d} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB -c max_connections=30{tls}",
                     bin.display(),
                     self.port
                 );
@@ -172,7 +237,7 @@ impl Database {
                 }
             }
             Engine::MariaDb => format!(
-                "mariadbd --no-defaults --datadir={d}/data --port={} --bind-address=127.0.0.1 --socket={d}/sock --innodb-buffer-pool-size=16M --skip-log-bin --max-connections=30 --pid-file={d}/pid{}",
+                "mariadbd --no-defaults --datadir={d}/data --port={} --bind-address=127.0.0.1 --socket={d}/sock --innodb-buffer-pool-size=16M --skip-log-bin --max-connections=30 --pid-file={d}/pid{tls}{}",
                 self.port,
                 if as_root() { " --user=mysql" } else { "" }
             ),
@@ -212,6 +277,18 @@ impl Database {
             },
         )
         .await;
+    }
+
+    async fn root(&self, statements: &[&str]) {
+        let mut root = AnyConnection::connect(&self.dsn("root", "", "mysql"))
+            .await
+            .unwrap();
+        for sql in statements {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+                .execute(&mut root)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
     }
 
     async fn root_setup(&self) {
