@@ -1,7 +1,9 @@
 //! Heap bytes per election held by the model: 100,000 elections x 3
 //! candidates laid out as the seeds' bots (`/wechat/bots/bot_N`, Curator
 //! latch names, device identities in the data), filled through the same
-//! listing call the watcher makes.
+//! listing call the watcher makes. Then the same elections with a lease
+//! table of one row each: the bytes a reading holds, and the time to
+//! judge every election against it (under the cluster's write lock).
 //! Run: cargo bench --bench model
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -81,4 +83,61 @@ fn main() {
         (before_apply - base) as f64 / (1 << 20) as f64,
     );
     assert_eq!(tree.parent_count(), N);
+    lease(N);
+}
+
+/// The lease table's side: one reading of `n` rows judged against `n`
+/// elections.
+fn lease(n: usize) {
+    use std::time::Duration;
+    use zk_election_exporter::model::election_tree::ElectionSpec;
+    use zk_election_exporter::model::lease::{LeaseKey, LeaseReading, LeaseSpec, Verdict};
+    let mut spec = ElectionSpec::from(IdentityMode::Data);
+    spec.lease = Some(LeaseSpec {
+        key: LeaseKey::Name,
+        split_brain_for: Duration::from_secs(60),
+        expired_for: Duration::from_secs(120),
+    });
+    let mut tree = Tree::elections(TreePattern::parse("/wechat/bots/*").unwrap(), spec);
+    tree.apply_listing(listing(0, n), Now::current());
+    let base = LIVE.load(Ordering::Relaxed);
+    let now = Now::current();
+    let started = Instant::now();
+    let read = || {
+        let mut reading = LeaseReading::at(now);
+        for i in 0..n {
+            // The master (lowest sequence) of each election is its first candidate.
+            reading.add(
+                Some((format!("bot_{i}"), false)),
+                Some(format!("device-{}-0", i % 50_000)),
+                Some(5.0),
+                Some(0.5),
+            );
+        }
+        reading
+    };
+    let reading = read();
+    let built = started.elapsed();
+    let held = LIVE.load(Ordering::Relaxed) - base;
+    let elections = tree.as_elections_mut().unwrap();
+    let started = Instant::now();
+    elections.lease_succeeded(reading, now, true);
+    let first = started.elapsed();
+    // The steady state: the next reading, every verdict known.
+    let reading = read();
+    let started = Instant::now();
+    elections.lease_succeeded(reading, now, true);
+    let judged = started.elapsed();
+    let with_verdicts = LIVE.load(Ordering::Relaxed) - base;
+    let agree = elections
+        .elections()
+        .filter(|(p, e)| elections.lease_verdict(p, e) == Some(Verdict::Agrees))
+        .count();
+    println!(
+        "lease: a reading of {n} rows holds {} bytes per row ({:.1} MiB, built in {built:.2?}); judging {n} elections against it took {judged:.2?} ({first:.2?} the first time), with their verdicts {:.1} MiB in all",
+        held / n,
+        held as f64 / (1 << 20) as f64,
+        with_verdicts as f64 / (1 << 20) as f64,
+    );
+    assert_eq!(agree, n);
 }
