@@ -26,15 +26,15 @@ use sqlx::Connection;
 const T: Duration = Duration::from_secs(60);
 
 /// The application's heartbeat: `holder` renews `key` every 250 ms for
-/// 3 s, until stopped.
+/// `secs` seconds, until stopped.
 struct Renewer {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Renewer {
-    fn start(db: &Database, key: &str, holder: &str) -> Self {
-        let sql = db.lease_write("master_lease", key, holder, 3.0);
+    fn start(db: &Database, key: &str, holder: &str, secs: f64) -> Self {
+        let sql = db.lease_write("master_lease", key, holder, secs);
         let dsn = db.app_dsn();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -132,7 +132,7 @@ async fn split_brain_and_outages(engine: Engine) {
     let proxy = Proxy::start(zk.address()).await;
     let a = abandonable_client(&proxy.address(), Duration::from_secs(4)).await;
     candidate(&a, &bot_1, "n_", b"inst-a").await;
-    let renew_a = Renewer::start(&db, "bot_1", "inst-a");
+    let renew_a = Renewer::start(&db, "bot_1", "inst-a", 3.0);
     agent
         .until_values(
             "bot_1 agrees",
@@ -624,4 +624,140 @@ async fn postgres_over_tls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_over_tls() {
     over_tls(Engine::MariaDb).await;
+}
+
+/// With a real Prometheus evaluating the shipped rules (every `for` 2 s)
+/// over two agent replicas that both push: a routine handover (the old
+/// master stops renewing and closes its session, the new one takes the
+/// lease once the old one ran out) raises split brain nowhere, not even
+/// pending; a real one fires once in Prometheus for the two replicas and
+/// once in Alertmanager for the rule and both pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_brain_with_prometheus_and_two_replicas() {
+    use common::program::{mixin_rules, prometheus, query};
+    let zk = shared_server();
+    let db = Database::start(Engine::Postgres).await;
+    db.create_lease_table("master_lease").await;
+    let am = alertmanager("am-lease-prometheus");
+    let base = unique_path("lease_prometheus");
+    let bot = format!("{base}/bots/bot_1");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &bot).await;
+    let config = format!(
+        "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"1s\"\n\
+         [[clusters]]\nname = \"lease\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
+         [[clusters.elections]]\npath = \"{base}/bots/*\"\n{}\n",
+        am.port,
+        zk.address(),
+        lease(&db, "master_lease", ", split_brain_for = \"2s\""),
+    );
+    let replicas = [Exporter::start(&config), Exporter::start(&config)];
+    let rules = mixin_rules("", "2s");
+    let prom = prometheus(
+        "prometheus-lease",
+        &rules,
+        "1s",
+        am.port,
+        &[replicas[0].port, replicas[1].port],
+    );
+    let in_prometheus = |expr: &str| query(&prom, expr).map(|r| r.len());
+
+    // The routine handover: inst-a leads and renews, then shuts down
+    // (heartbeat first, then its session); inst-b, elected, waits for
+    // inst-a's lease to run out and takes it.
+    let a = client(&zk.address()).await;
+    candidate(&a, &bot, "n_", b"inst-a").await;
+    let b_proxy = Proxy::start(zk.address()).await;
+    let b = abandonable_client(&b_proxy.address(), Duration::from_secs(4)).await;
+    candidate(&b, &bot, "n_", b"inst-b").await;
+    // A 10 s lease: the handover stays in progress over several scrapes
+    // however loaded the machine.
+    let renew_a = Renewer::start(&db, "bot_1", "inst-a", 10.0);
+    wait_for_async(
+        "Prometheus sees inst-a agree on both replicas",
+        T,
+        || match in_prometheus(&format!(
+            "zookeeper_election_lease_agrees{{election=\"{bot}\"}} == 1"
+        ))? {
+            2 => Ok(()),
+            n => Err(format!("{n} replicas")),
+        },
+    )
+    .await;
+    renew_a.stop().await;
+    drop(a);
+    wait_for_async("Prometheus saw the handover in progress", T, || {
+        match in_prometheus(&format!(
+            "max_over_time(zookeeper_election_lease_state{{election=\"{bot}\",state=\"handing_over\"}}[5m]) == 1"
+        ))? {
+            0 => Err(format!(
+                "not yet; timeline {:?}",
+                timeline(&replicas[0], &bot)
+                    .iter()
+                    .map(|e| format!("{} {} {}", e["kind"], e["state"], e["to"]["identity"]))
+                    .collect::<Vec<_>>()
+            )),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    agent_until_not(&replicas[0], &bot, "handing_over").await;
+    let renew_b = Renewer::start(&db, "bot_1", "inst-b", 3.0);
+    wait_for_async("Prometheus saw inst-b agree", T, || {
+        match in_prometheus(&format!(
+            "zookeeper_election_lease_agrees{{election=\"{bot}\"}} == 1"
+        ))? {
+            2 => Ok(()),
+            n => Err(format!("{n} replicas")),
+        }
+    })
+    .await;
+    assert_eq!(
+        in_prometheus("max_over_time(ALERTS{alertname=\"ZooKeeperElectionSplitBrain\"}[5m])"),
+        Ok(0),
+        "a routine handover raised split brain, pending or firing"
+    );
+    assert_eq!(alerted(&am, "ZooKeeperElectionSplitBrain", &bot), Ok(0));
+
+    // A real one: inst-c joins, inst-b's connection is cut (ZooKeeper
+    // expires it and elects inst-c), inst-b keeps renewing.
+    let c = client(&zk.address()).await;
+    candidate(&c, &bot, "n_", b"inst-c").await;
+    b_proxy.cut();
+    wait_for_async(
+        "split brain firing in Prometheus",
+        T,
+        || match in_prometheus(
+            "ALERTS{alertname=\"ZooKeeperElectionSplitBrain\",alertstate=\"firing\"}",
+        )? {
+            1 => Ok(()),
+            n => Err(format!("{n} firing")),
+        },
+    )
+    .await;
+    until_alerted(&am, "ZooKeeperElectionSplitBrain", &bot, 1).await;
+    // Both replicas pushed it too (their own books fire), and still one.
+    for r in &replicas {
+        let (_, body) = http_get(r.port, "/api/v1/status").unwrap();
+        assert!(body.contains("ZooKeeperElectionSplitBrain"), "{body}");
+    }
+    assert_eq!(alerted(&am, "ZooKeeperElectionSplitBrain", &bot), Ok(1));
+    renew_b.stop().await;
+    drop(b);
+}
+
+/// Waits until `agent` no longer shows `state` for `election`.
+async fn agent_until_not(agent: &Exporter, election: &str, state: &str) {
+    agent
+        .until(&format!("{election}: no longer {state}"), T, |m| {
+            m.get(
+                "zookeeper_election_lease_state",
+                &[("election", election), ("state", state)],
+            )
+            .is_none()
+                && !m
+                    .series("zookeeper_election_lease_state", &[("election", election)])
+                    .is_empty()
+        })
+        .await;
 }
