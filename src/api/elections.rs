@@ -248,8 +248,7 @@ impl ElectionBody {
                         .spec()
                         .lease
                         .as_ref()
-                        .map_or(path, |l| l.key.of(path))
-                        .to_owned(),
+                        .map_or(path.to_owned(), |l| l.key.of(path).into_owned()),
                     read_at: book
                         .last
                         .as_ref()

@@ -320,7 +320,7 @@ fn validate_elections(
         let slo = e.slo.as_ref().map(|s| validate_slo(&ekey, s)).transpose()?;
         let (lease, lease_spec) = match &e.lease {
             Some(raw) => {
-                let (source, spec) = super::lease::validate_lease(&ekey, raw)?;
+                let (source, spec) = super::lease::validate_lease(&ekey, raw, &pattern)?;
                 (Some(source), Some(spec))
             }
             None => (None, None),

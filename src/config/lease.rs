@@ -136,6 +136,7 @@ const HOLD: Bounds = Bounds {
 pub(super) fn validate_lease(
     ekey: &str,
     raw: &RawLease,
+    pattern: &crate::model::pattern::TreePattern,
 ) -> Result<(LeaseSource, LeaseSpec), ConfigError> {
     let key = |field: &str| format!("{ekey}.lease.{field}");
     let dsn_file = raw.dsn_file.clone().ok_or_else(|| {
@@ -201,11 +202,27 @@ pub(super) fn validate_lease(
     let key_from = match raw.key_from.as_deref() {
         None | Some("name") => LeaseKey::Name,
         Some("path") => LeaseKey::Path,
+        Some("capture") => {
+            let at: Box<[usize]> = pattern
+                .segments()
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_none())
+                .map(|(i, _)| i)
+                .collect();
+            if at.is_empty() {
+                return Err(ConfigError::new(
+                    key("key_from"),
+                    "\"capture\" takes what the glob's `*` matched, and this path has none: use \"name\" or \"path\"",
+                ));
+            }
+            LeaseKey::Capture(at)
+        }
         Some(other) => {
             return Err(ConfigError::new(
                 key("key_from"),
                 format!(
-                    "`{other}` is not \"name\" (the election node's name) or \"path\" (its whole path)"
+                    "`{other}` is not \"name\" (the election node's name), \"capture\" (what the glob's `*` matched) or \"path\" (its whole path)"
                 ),
             ));
         }

@@ -34,19 +34,32 @@ pub struct LeaseSpec {
 }
 
 /// How an election's lease key follows from its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseKey {
     /// The election node's own name (`/wechat/bots/bot_1234` → `bot_1234`).
     Name,
     /// The election's whole path.
     Path,
+    /// What the glob's `*` segments matched, joined by `/`: the segment
+    /// positions (0 for the first below `/`). `/flink/*/leader/latch` →
+    /// the cluster id; `/apps/*/bots/*` → `app1/bot_7`.
+    Capture(Box<[usize]>),
 }
 
 impl LeaseKey {
-    pub fn of(self, election: &str) -> &str {
+    pub fn of<'a>(&self, election: &'a str) -> std::borrow::Cow<'a, str> {
+        use std::borrow::Cow;
         match self {
-            LeaseKey::Name => election.rsplit('/').next().unwrap_or(election),
-            LeaseKey::Path => election,
+            LeaseKey::Name => Cow::Borrowed(election.rsplit('/').next().unwrap_or(election)),
+            LeaseKey::Path => Cow::Borrowed(election),
+            LeaseKey::Capture(at) => {
+                let segments: Vec<&str> = election.trim_start_matches('/').split('/').collect();
+                let mut parts = at.iter().filter_map(|&i| segments.get(i).copied());
+                match at.len() {
+                    1 => Cow::Borrowed(parts.next().unwrap_or("")),
+                    _ => Cow::Owned(parts.collect::<Vec<_>>().join("/")),
+                }
+            }
         }
     }
 }

@@ -312,9 +312,25 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
                 open = None;
                 failing = true;
                 if state.lease_failed(job.tree, why, message.clone(), now) {
-                    warn!(cluster = %job.cluster, tree = %job.pattern, reason = why.label(), "lease source gives no reading: {message}; nothing is judged from it until it reads again");
+                    warn!(cluster = %job.cluster, tree = %job.pattern, reason = why.label(), "lease source gives no reading: {message}; {}; nothing is judged from it until it reads again", hint(why));
                 }
             }
+        }
+    }
+}
+
+/// What to do about a failure, for the log line that reports it.
+fn hint(why: Failure) -> &'static str {
+    match why {
+        Failure::Config => "fix lease.dsn_file or lease.password_file",
+        Failure::Connect => {
+            "check the DSN's host, port and TLS parameters, and the user's password and grants"
+        }
+        Failure::Query => {
+            "check lease.table and its columns (lease_until and last_seen must be timestamps) and that the user may SELECT them"
+        }
+        Failure::Timeout => {
+            "the database answers too slowly: check its load, or raise lease.timeout"
         }
     }
 }

@@ -33,7 +33,7 @@ impl ElectionTree {
     /// The lease row of election `path` at the last reading.
     pub fn lease_row(&self, path: &str) -> Option<&LeaseRow> {
         let spec = self.spec.lease.as_ref()?;
-        self.lease.as_deref()?.row(spec.key.of(path))
+        self.lease.as_deref()?.row(&spec.key.of(path))
     }
 
     /// What the last reading says of election `path` against its master
@@ -44,6 +44,7 @@ impl ElectionTree {
         let book = self.lease.as_deref()?;
         let reading = book.last.as_ref()?;
         let key = spec.key.of(path);
+        let key = &*key;
         if reading.unjudged.contains(key) {
             return None;
         }
@@ -84,6 +85,7 @@ impl ElectionTree {
         });
         for (path, entry) in self.elections.iter_mut() {
             let key = spec.key.of(path);
+            let key = &*key;
             // Marked whether judged or not: a row some election has is
             // not unmatched.
             let present = reading

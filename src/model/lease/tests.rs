@@ -209,6 +209,9 @@ fn failures_keep_the_last_reading_and_are_not_fresh() {
 #[test]
 fn keys_follow_from_the_path() {
     assert_eq!(LeaseKey::Name.of("/wechat/bots/bot_1234"), "bot_1234");
+    let capture = |at: &[usize]| LeaseKey::Capture(at.into());
+    assert_eq!(capture(&[1]).of("/flink/prod-7/leader/latch"), "prod-7");
+    assert_eq!(capture(&[1, 3]).of("/apps/app1/bots/bot_7"), "app1/bot_7");
     assert_eq!(
         LeaseKey::Path.of("/wechat/bots/bot_1234"),
         "/wechat/bots/bot_1234"
