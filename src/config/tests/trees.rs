@@ -451,6 +451,16 @@ fn lease_sources() {
     assert!(
         err(&with(", key_from = \"glob\"")).starts_with("clusters[0].elections[0].lease.key_from:")
     );
+    let capture = |path: &str| {
+        format!(
+            "[[clusters]]\nservers=[\"a\"]\n[[clusters.elections]]\npath=\"{path}\"\nlease = {{ dsn_file = \"{}\", key_from = \"capture\" }}",
+            dsn.display()
+        )
+    };
+    let c = load_file(&capture("/apps/*/bots/*"), &[]).unwrap();
+    let key = &c.clusters[0].elections[0].spec.lease.as_ref().unwrap().key;
+    assert_eq!(key.of("/apps/app1/bots/bot_7"), "app1/bot_7");
+    assert!(err(&capture("/single")).contains("this path has none"));
     assert!(
         err(&with(", time_zone = \"'; --\""))
             .starts_with("clusters[0].elections[0].lease.time_zone:")
