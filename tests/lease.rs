@@ -6,6 +6,7 @@
 //!     partition does) while the old master keeps renewing: split brain,
 //!     pushed to Alertmanager, resolved once it stops;
 //! (c) a master's heartbeat stops behind a live session: lease expired;
+//!     and a lease written for an election without candidates;
 //! (d) the database slow (its table locked) and down: no reading, no alert
 //!     fires or resolves, the failure counted and named;
 //! (e) garbage rows: counted, never a panic, never a label over the cap;
@@ -340,6 +341,28 @@ async fn split_brain_and_outages(engine: Engine) {
         )
         .await;
     until_state(&agent, &bot_1, "agrees").await;
+    // An instance acts for bot_3, which has had no candidate since inst-e
+    // left: a lease written without candidates, reported as what it is.
+    db.exec(&db.lease_write("master_lease", "bot_3", "inst-x", 60.0))
+        .await;
+    agent
+        .until_values(
+            "bot_3 leased without candidates",
+            T,
+            &[
+                (
+                    "zookeeper_election_lease_state",
+                    &[("election", &bot_3), ("state", "no_candidates")],
+                    Some(1.0),
+                ),
+                (
+                    "zookeeper_tree_lease_elections",
+                    &[("state", "no_candidates")],
+                    Some(1.0),
+                ),
+            ],
+        )
+        .await;
     let log = agent.log();
     assert!(
         !log.contains(AGENT_PASSWORD) && !body.contains(AGENT_PASSWORD),

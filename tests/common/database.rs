@@ -160,11 +160,14 @@ impl Database {
                 );
             }
             Engine::MariaDb => {
+                // Its own tmpdir: bootstraps running at once share /tmp's
+                // temporary table names and fail now and then.
+                std::fs::create_dir_all(dir.join("tmp")).unwrap();
                 chown("mysql", &dir);
                 run_as(
                     "mysql",
                     &format!(
-                        "mariadb-install-db --no-defaults --datadir={d}/data --auth-root-authentication-method=normal --skip-test-db",
+                        "mariadb-install-db --no-defaults --datadir={d}/data --tmpdir={d}/tmp --auth-root-authentication-method=normal --skip-test-db",
                         d = dir.display()
                     ),
                 );
@@ -237,7 +240,7 @@ impl Database {
                 }
             }
             Engine::MariaDb => format!(
-                "mariadbd --no-defaults --datadir={d}/data --port={} --bind-address=127.0.0.1 --socket={d}/sock --innodb-buffer-pool-size=16M --skip-log-bin --max-connections=30 --pid-file={d}/pid{tls}{}",
+                "mariadbd --no-defaults --datadir={d}/data --port={} --bind-address=127.0.0.1 --socket={d}/sock --innodb-buffer-pool-size=16M --skip-log-bin --max-connections=30 --pid-file={d}/pid --tmpdir={d}/tmp{tls}{}",
                 self.port,
                 if as_root() { " --user=mysql" } else { "" }
             ),
