@@ -269,6 +269,38 @@ fn election(o: &mut String, e: &ElectionConfig) {
             d(slo.window)
         );
     }
+    if let (Some(l), Some(spec)) = (&e.lease, &s.lease) {
+        // Files named, never their content (the DSN may hold a password).
+        let key_from = match spec.key {
+            crate::model::lease::LeaseKey::Name => "name",
+            crate::model::lease::LeaseKey::Path => "path",
+            crate::model::lease::LeaseKey::Capture(_) => "capture",
+        };
+        let _ = writeln!(
+            o,
+            "lease = {{ dsn_file = {}{}, table = {}, key = {}, holder = {}, lease_until = {}, last_seen = {}, key_from = {}, interval = {}, timeout = {}, max_rows = {}{}, split_brain_for = {}, expired_for = {} }}",
+            q(&l.dsn_file.display().to_string()),
+            l.password_file
+                .as_ref()
+                .map(|p| format!(", password_file = {}", q(&p.display().to_string())))
+                .unwrap_or_default(),
+            q(&l.table),
+            q(&l.key),
+            q(&l.holder),
+            q(&l.lease_until),
+            q(&l.last_seen),
+            q(key_from),
+            d(l.interval),
+            d(l.timeout),
+            l.max_rows,
+            l.time_zone
+                .as_ref()
+                .map(|t| format!(", time_zone = {}", q(t)))
+                .unwrap_or_default(),
+            d(spec.split_brain_for),
+            d(spec.expired_for),
+        );
+    }
     exclusions(o, e.pattern.exclusions());
 }
 

@@ -237,7 +237,7 @@ async fn read(open: &mut Open, s: &LeaseSource, now: Now) -> Result<LeaseReading
     let mut seen: u64 = 0;
     while let Some(row) = rows.try_next().await.map_err(|e| {
         (
-            Failure::Query,
+            failure_of(&e),
             format!(
                 "the lease query on {} failed: {}",
                 open.target,
@@ -316,6 +316,31 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
                 }
             }
         }
+    }
+}
+
+/// What a failed query was: the connection breaking (the server gone, a
+/// TLS or protocol error) is a connection failure, not the query's; the
+/// database's statement timeout is a timeout; the database refusing the
+/// statement is the query's.
+fn failure_of(e: &sqlx::Error) -> Failure {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => Failure::Connect,
+        // The database's own statement timeout: PostgreSQL's
+        // query_canceled, MariaDB's and MySQL's statement time limits.
+        sqlx::Error::Database(db)
+            if matches!(db.code().as_deref(), Some("57014" | "70100"))
+                || db.message().contains("max_statement_time")
+                || db.message().contains("maximum statement execution time") =>
+        {
+            Failure::Timeout
+        }
+        _ => Failure::Query,
     }
 }
 

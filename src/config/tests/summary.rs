@@ -21,6 +21,8 @@ fn round_trip(c: &Config) -> String {
 fn everything_in_force_is_printed_and_loads_back_the_same() {
     let creds = file("monitor:pw\n");
     let token = file("t0ken\n");
+    let dsn = file("postgres://zkee@db:5432/app?sslmode=verify-full\n");
+    let dsn_password = file("hunter2\n");
     let toml = format!(
         r#"
 [web]
@@ -51,6 +53,7 @@ identity = "json:/device/id"
 min_candidates = 2
 no_master_for = "30s"
 exclude = ["/wechat/bots/retired_*"]
+lease = {{ dsn_file = "{dsn}", password_file = "{dsn_password}", table = "app.master_lease", key_from = "capture", interval = "1s", timeout = "500ms", max_rows = 5000, time_zone = "Asia/Shanghai", split_brain_for = "30s", expired_for = "90s" }}
 [[clusters.elections]]
 path = "/solr/overseer_elect/election"
 slo = {{ availability = 0.9995, window = "7d" }}
@@ -91,9 +94,13 @@ max_alerts = 99
 "#,
         creds = creds.path().display(),
         token = token.path().display(),
+        dsn = dsn.path().display(),
+        dsn_password = dsn_password.path().display(),
     );
     let c = load_file(&toml, &[]).unwrap();
     let printed = round_trip(&c);
+    assert!(printed.contains("key_from = \"capture\""), "{printed}");
+    assert!(!printed.contains("hunter2"), "{printed}");
     // The system is expanded into the trees it watches.
     assert!(
         printed.contains("path = \"/hbase-prod/master\""),
