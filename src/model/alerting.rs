@@ -257,7 +257,16 @@ impl ClusterState {
                 let kind = match elections.lease_verdict(path, election) {
                     Some(Verdict::SplitBrain) => (Kind::SplitBrain, lease.split_brain_for),
                     Some(Verdict::Expired) => (Kind::LeaseExpired, lease.expired_for),
-                    _ => continue,
+                    Some(_) => continue,
+                    // A master the last reading cannot judge (it took over
+                    // after the reading, it is unnamed, its row unusable):
+                    // no evidence either way, so what fires stays. Without
+                    // a master there is no second master to speak of.
+                    None if election.master().is_some() => {
+                        lease_frozen.insert(path.to_owned());
+                        continue;
+                    }
+                    None => continue,
                 };
                 lease_conditions.push(Condition {
                     kind: kind.0,

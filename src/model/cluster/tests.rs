@@ -59,3 +59,72 @@ fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
     c.parent_created(b, "/b/new", now());
     assert!(c.trees[0].has_parent("/b/new"));
 }
+
+#[test]
+fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
+    use crate::model::election_tree::ElectionSpec;
+    use crate::model::lease::{LeaseKey, LeaseReading, LeaseSpec};
+    use std::time::Duration;
+    let mut spec = ElectionSpec::from(IdentityMode::Data);
+    spec.lease = Some(LeaseSpec {
+        key: LeaseKey::Name,
+        split_brain_for: Duration::from_secs(1),
+        expired_for: Duration::from_secs(1),
+    });
+    let mut c = ClusterState::new(
+        "c".into(),
+        vec![Tree::elections(TreePattern::parse("/b/*").unwrap(), spec)],
+        false,
+    );
+    let t0 = Instant::now();
+    let at = |s: u64| crate::model::Now {
+        mono: t0 + Duration::from_secs(s),
+        wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
+    };
+    c.session_started(1, Duration::from_secs(10), at(0).wall);
+    let id = c.trees[0].id();
+    let child = |name: &str, data: &str, owner| ChildNode {
+        name: name.into(),
+        data: data.as_bytes().to_vec(),
+        ephemeral_owner: owner,
+        ctime_ms: 1_000_000_000,
+    };
+    c.apply_listing(
+        id,
+        vec![(
+            "/b/bot".into(),
+            vec![child("n_0000000001", "a", 1), child("n_0000000002", "b", 2)],
+        )],
+        at(0),
+    );
+    // "a" leads; "a" leaves at 10 s: "b" leads; "a" keeps writing.
+    c.child_deleted(id, "/b/bot", "n_0000000001", at(10));
+    let reading = |s: u64| {
+        let mut r = LeaseReading::at(at(s));
+        r.add(
+            Some(("bot".into(), false)),
+            Some("a".into()),
+            Some(5.0),
+            Some(0.2),
+        );
+        r
+    };
+    c.lease_succeeded(id, reading(12), at(12));
+    let kinds = |r: &crate::model::alerting::Reading| {
+        r.conditions.iter().map(|c| c.kind).collect::<Vec<_>>()
+    };
+    let r = c.alert_reading(at(12).mono);
+    assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
+    // "b" leaves too at 13 s: "c" leads, newer than the reading of 12 s,
+    // which says nothing of it: split brain is neither there nor gone.
+    c.child_upserted(id, "/b/bot", child("n_0000000003", "c", 3), at(11));
+    c.child_deleted(id, "/b/bot", "n_0000000002", at(13));
+    let r = c.alert_reading(at(13).mono);
+    assert!(kinds(&r).is_empty());
+    assert!(r.lease_frozen.contains("/b/bot"), "{r:?}");
+    // The next reading shows "a" still writing after "c" took over.
+    c.lease_succeeded(id, reading(14), at(14));
+    let r = c.alert_reading(at(14).mono);
+    assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
+    assert!(r.lease_frozen.is_empty());
+}
