@@ -124,6 +124,21 @@ async fn main() {
     let cpu = (cpu_seconds(leased.pid()) - cpu_leased) - (cpu_seconds(plain.pid()) - cpu_plain);
     let (rss_leased, rss_plain) = (rss_mib(leased.pid()), rss_mib(plain.pid()));
 
+    // One election's master writes its own lease: the set has shown that
+    // its holders are named as its candidates (split brain needs that).
+    let (_, body) = http_get(leased.port, &format!("/api/v1/elections{base}/bot_00007")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let master = v["elections"][0]["master"]["identity"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    db.exec(&db.lease_write("master_lease", "bot_00007", &master, 3600.0))
+        .await;
+    leased
+        .until("an election agrees", Duration::from_secs(60), |m| {
+            m.get("zookeeper_tree_lease_elections", &[("state", "agrees")]) == Some(1.0)
+        })
+        .await;
     // A real split brain: another identity takes bot_00042's row and
     // renews it; the agent pushes at its first reading after.
     let key = "bot_00042";

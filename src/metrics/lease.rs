@@ -74,7 +74,7 @@ pub(super) fn encode_leases(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
     family(
         enc,
         names::ELECTION_LEASE_STATE,
-        "What the lease says against ZooKeeper's master (state: agrees, split_brain, handing_over, expired, not_taken, no_row, no_candidates); always 1, absent when it cannot tell or the source fails.",
+        "What the lease says against ZooKeeper's master (state: agrees, split_brain, handing_over, expired, not_taken, no_row, no_candidates, unconfirmed); always 1, absent when it cannot tell or the source fails.",
         MetricType::Gauge,
         |m| {
             each(&mut |l, r| match r.verdict {

@@ -254,10 +254,16 @@ pub enum Verdict {
     NoRow,
     /// An unexpired lease, written while the election had no candidates.
     NoCandidates,
+    /// What would be split brain, while no election of the set has yet
+    /// agreed: nothing shows that the table names instances as the
+    /// election names its candidates (a holder written as a host name where
+    /// the candidates carry a device id would otherwise page for every
+    /// election). See [`confirmed`].
+    Unconfirmed,
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 7] = [
+    pub const ALL: [Verdict; 8] = [
         Verdict::Agrees,
         Verdict::SplitBrain,
         Verdict::HandingOver,
@@ -265,6 +271,7 @@ impl Verdict {
         Verdict::NotTaken,
         Verdict::NoRow,
         Verdict::NoCandidates,
+        Verdict::Unconfirmed,
     ];
 
     pub fn label(self) -> &'static str {
@@ -276,6 +283,7 @@ impl Verdict {
             Verdict::NotTaken => "not_taken",
             Verdict::NoRow => "no_row",
             Verdict::NoCandidates => "no_candidates",
+            Verdict::Unconfirmed => "unconfirmed",
         }
     }
 
@@ -326,6 +334,16 @@ pub fn judge(zk: ZkSide<'_>, row: Option<&LeaseRow>, reading: &LeaseReading) -> 
             (row.remaining > 0.0 && wrote_after(started, row.heartbeat_age, since))
                 .then_some(Verdict::NoCandidates)
         }
+    }
+}
+
+/// Split brain only once the set has shown, by an election that agreed,
+/// that its lease holders are named as its candidates are: without that,
+/// another holder may just be the master written another way.
+pub fn confirmed(verdict: Verdict, agreed: bool) -> Verdict {
+    match verdict {
+        Verdict::SplitBrain if !agreed => Verdict::Unconfirmed,
+        v => v,
     }
 }
 
@@ -386,6 +404,9 @@ pub struct LeaseBook {
     pub unmatched: u64,
     /// The verdict of each election at the last reading, for the timeline.
     pub verdicts: HashMap<Box<str>, Verdict>,
+    /// Whether any election of the set has agreed (its master holding its
+    /// lease) at a reading: see [`confirmed`].
+    pub agreed: bool,
 }
 
 impl LeaseBook {

@@ -97,8 +97,6 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
         )],
         at(0),
     );
-    // "a" leads; "a" leaves at 10 s: "b" leads; "a" keeps writing.
-    c.child_deleted(id, "/b/bot", "n_0000000001", at(10));
     let reading = |s: u64| {
         let mut r = LeaseReading::at(at(s));
         r.add(
@@ -109,6 +107,11 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
         );
         r
     };
+    // "a" leads and holds its lease: the set has shown that its holders
+    // are named as its candidates.
+    c.lease_succeeded(id, reading(5), at(5));
+    // "a" leaves at 10 s: "b" leads; "a" keeps writing.
+    c.child_deleted(id, "/b/bot", "n_0000000001", at(10));
     c.lease_succeeded(id, reading(12), at(12));
     let kinds = |r: &crate::model::alerting::Reading| {
         r.conditions.iter().map(|c| c.kind).collect::<Vec<_>>()
@@ -127,4 +130,64 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
     let r = c.alert_reading(at(14).mono);
     assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
     assert!(r.lease_frozen.is_empty());
+}
+
+#[test]
+fn a_set_whose_holders_never_matched_an_identity_never_judges_split_brain() {
+    use crate::model::election_tree::ElectionSpec;
+    use crate::model::lease::{LeaseKey, LeaseReading, LeaseSpec, Verdict};
+    use std::time::Duration;
+    let mut spec = ElectionSpec::from(IdentityMode::Data);
+    spec.lease = Some(LeaseSpec {
+        key: LeaseKey::Name,
+        split_brain_for: Duration::ZERO,
+        expired_for: Duration::ZERO,
+    });
+    let mut c = ClusterState::new(
+        "c".into(),
+        vec![Tree::elections(TreePattern::parse("/b/*").unwrap(), spec)],
+        false,
+    );
+    let t0 = Instant::now();
+    let at = |s: u64| crate::model::Now {
+        mono: t0 + Duration::from_secs(s),
+        wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
+    };
+    c.session_started(1, Duration::from_secs(10), at(0).wall);
+    let id = c.trees[0].id();
+    // Candidates carry device ids; the application writes host names.
+    let bots: Vec<(String, Vec<ChildNode>)> = (0..3)
+        .map(|i| {
+            (
+                format!("/b/bot_{i}"),
+                vec![ChildNode {
+                    name: "n_0000000001".into(),
+                    data: format!("device-{i}").into_bytes(),
+                    ephemeral_owner: i + 1,
+                    ctime_ms: 1_000_000_000,
+                }],
+            )
+        })
+        .collect();
+    c.apply_listing(id, bots, at(0));
+    for s in [5, 6, 7] {
+        let mut r = LeaseReading::at(at(s));
+        for i in 0..3 {
+            r.add(
+                Some((format!("bot_{i}"), false)),
+                Some(format!("host-{i}")),
+                Some(5.0),
+                Some(0.1),
+            );
+        }
+        c.lease_succeeded(id, r, at(s));
+        let reading = c.alert_reading(at(s).mono);
+        assert!(reading.conditions.is_empty(), "{:?}", reading.conditions);
+    }
+    let tree = c.trees[0].as_elections().unwrap();
+    let election = tree.election("/b/bot_0").unwrap();
+    assert_eq!(
+        c.trees[0].lease_verdict("/b/bot_0", election),
+        Some(Verdict::Unconfirmed)
+    );
 }

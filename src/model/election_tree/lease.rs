@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use super::super::election::Election;
-use super::super::lease::{Failure, LeaseBook, LeaseReading, LeaseRow, Verdict, ZkSide, judge};
+use super::super::lease::{
+    Failure, LeaseBook, LeaseReading, LeaseRow, Verdict, ZkSide, confirmed, judge,
+};
 use super::super::timeline::What;
 use super::{ElectionTree, Now};
 
@@ -52,7 +54,7 @@ impl ElectionTree {
             .masterless_since()
             .and_then(|since| reading.wall_of(since));
         let side = zk_side(election, masterless)?;
-        judge(side, reading.rows.get(key), reading)
+        judge(side, reading.rows.get(key), reading).map(|v| confirmed(v, book.agreed))
     }
 
     /// The verdict of election `path` while the lease source reads: what
@@ -78,11 +80,19 @@ impl ElectionTree {
         };
         book.succeeded(reading);
         let reading = book.last.as_mut().expect("set above");
-        let mut verdicts = std::collections::HashMap::with_capacity(if judge_now {
-            self.elections.len()
-        } else {
-            0
-        });
+        let mut judging = Judging {
+            events: &mut self.events,
+            verdicts: std::collections::HashMap::with_capacity(if judge_now {
+                self.elections.len()
+            } else {
+                0
+            }),
+            before: std::mem::take(&mut book.verdicts),
+            // As of the readings before this one: an election agreeing now
+            // confirms the set from the next reading on.
+            agreed: book.agreed,
+        };
+        let mut any_agrees = false;
         for (path, entry) in self.elections.iter_mut() {
             let key = spec.key.of(path);
             let key = &*key;
@@ -98,15 +108,8 @@ impl ElectionTree {
             }
             let reading = &*reading;
             let row = if present { reading.rows.get(key) } else { None };
-            let verdict = judge_one(
-                &mut self.events,
-                &mut verdicts,
-                &mut book.verdicts,
-                path,
-                &entry.election,
-                row,
-                reading,
-            );
+            let verdict = judging.judge(path, &entry.election, row, reading);
+            any_agrees |= verdict == Some(Verdict::Agrees);
             if let (Some(Verdict::Agrees), Some(row), Some(handover)) = (
                 verdict,
                 row,
@@ -120,7 +123,10 @@ impl ElectionTree {
         }
         book.unmatched = reading.rows.values().filter(|r| !r.matched).count() as u64;
         if judge_now {
-            book.verdicts = verdicts;
+            book.verdicts = judging.verdicts;
+            book.agreed |= any_agrees;
+        } else {
+            book.verdicts = judging.before;
         }
         self.lease = Some(book);
     }
@@ -133,38 +139,50 @@ impl ElectionTree {
     }
 }
 
-/// Judges one election against `row` (its row in `reading`): the
-/// verdict goes into `verdicts` (its key moved from `before` when it had
-/// one) and a change into `events`.
-fn judge_one(
-    events: &mut Vec<(String, What)>,
-    verdicts: &mut std::collections::HashMap<Box<str>, Verdict>,
-    before: &mut std::collections::HashMap<Box<str>, Verdict>,
-    path: &str,
-    election: &Election,
-    row: Option<&LeaseRow>,
-    reading: &LeaseReading,
-) -> Option<Verdict> {
-    let masterless = election
-        .masterless_since()
-        .and_then(|since| reading.wall_of(since));
-    let verdict = judge(zk_side(election, masterless)?, row, reading)?;
-    let (name, was) = match before.remove_entry(path) {
-        Some((name, was)) => (name, Some(was)),
-        None => (Box::from(path), None),
-    };
-    if noteworthy(was, verdict) {
-        events.push((
-            path.to_owned(),
-            What::LeaseVerdict {
-                verdict,
-                master: election.master().map(|m| m.identity.to_owned()),
-                holder: row.map(|r| r.holder.clone()),
-            },
-        ));
+/// One reading's judging: the verdicts so far, the last reading's (their
+/// keys moved over as elections are judged), the timeline entries.
+struct Judging<'a> {
+    events: &'a mut Vec<(String, What)>,
+    verdicts: std::collections::HashMap<Box<str>, Verdict>,
+    before: std::collections::HashMap<Box<str>, Verdict>,
+    /// Whether the set had agreed before this reading (see `confirmed`).
+    agreed: bool,
+}
+
+impl Judging<'_> {
+    /// Judges one election against `row` (its row in `reading`): the
+    /// verdict is kept, a change becomes a timeline entry.
+    fn judge(
+        &mut self,
+        path: &str,
+        election: &Election,
+        row: Option<&LeaseRow>,
+        reading: &LeaseReading,
+    ) -> Option<Verdict> {
+        let masterless = election
+            .masterless_since()
+            .and_then(|since| reading.wall_of(since));
+        let verdict = confirmed(
+            judge(zk_side(election, masterless)?, row, reading)?,
+            self.agreed,
+        );
+        let (name, was) = match self.before.remove_entry(path) {
+            Some((name, was)) => (name, Some(was)),
+            None => (Box::from(path), None),
+        };
+        if noteworthy(was, verdict) {
+            self.events.push((
+                path.to_owned(),
+                What::LeaseVerdict {
+                    verdict,
+                    master: election.master().map(|m| m.identity.to_owned()),
+                    holder: row.map(|r| r.holder.clone()),
+                },
+            ));
+        }
+        self.verdicts.insert(name, verdict);
+        Some(verdict)
     }
-    verdicts.insert(name, verdict);
-    Some(verdict)
 }
 
 /// Whether a verdict change belongs in the timeline: every change, and a

@@ -242,3 +242,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn split_brain_needs_a_set_that_agreed() {
+    assert_eq!(confirmed(Verdict::SplitBrain, false), Verdict::Unconfirmed);
+    assert_eq!(confirmed(Verdict::SplitBrain, true), Verdict::SplitBrain);
+    for v in Verdict::ALL
+        .into_iter()
+        .filter(|v| *v != Verdict::SplitBrain)
+    {
+        assert_eq!(confirmed(v, false), v);
+    }
+}
