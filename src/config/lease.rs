@@ -5,31 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use super::ConfigError;
+use super::raw::RawLease;
 use super::validate::{Bounds, bounded_duration};
 use crate::model::lease::{LeaseKey, LeaseSpec};
-
-/// `lease = { … }` as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawLease {
-    dsn_file: Option<PathBuf>,
-    password_file: Option<PathBuf>,
-    table: Option<String>,
-    key: Option<String>,
-    holder: Option<String>,
-    lease_until: Option<String>,
-    last_seen: Option<String>,
-    key_from: Option<String>,
-    interval: Option<String>,
-    timeout: Option<String>,
-    max_rows: Option<u64>,
-    time_zone: Option<String>,
-    split_brain_for: Option<String>,
-    expired_for: Option<String>,
-}
 
 /// The database a DSN names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

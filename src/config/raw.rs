@@ -171,7 +171,7 @@ pub(super) struct RawElection {
     pub(super) no_master_for: Option<String>,
     pub(super) exclude: Option<Vec<String>>,
     pub(super) slo: Option<RawSlo>,
-    pub(super) lease: Option<super::lease::RawLease>,
+    pub(super) lease: Option<RawLease>,
 }
 
 /// An election set's objective: `slo = { availability = 0.999, window = "30d" }`.
@@ -218,4 +218,24 @@ pub(super) struct RawAlertmanagerTable {
 pub(super) struct RawBasicAuth {
     pub(super) username: String,
     pub(super) password_file: PathBuf,
+}
+
+/// `lease = { … }` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLease {
+    pub(super) dsn_file: Option<PathBuf>,
+    pub(super) password_file: Option<PathBuf>,
+    pub(super) table: Option<String>,
+    pub(super) key: Option<String>,
+    pub(super) holder: Option<String>,
+    pub(super) lease_until: Option<String>,
+    pub(super) last_seen: Option<String>,
+    pub(super) key_from: Option<String>,
+    pub(super) interval: Option<String>,
+    pub(super) timeout: Option<String>,
+    pub(super) max_rows: Option<u64>,
+    pub(super) time_zone: Option<String>,
+    pub(super) split_brain_for: Option<String>,
+    pub(super) expired_for: Option<String>,
 }
