@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
 
+use common::database::{as_root, postgres_bin_dir};
 use common::*;
 use serde_json::Value;
 
@@ -19,27 +20,6 @@ use serde_json::Value;
 /// lives `TTL` seconds after the last renewal.
 const TTL: u64 = 10;
 const T: Duration = Duration::from_secs(90);
-
-/// Debian's PostgreSQL server binaries (`/usr/lib/postgresql/<major>/bin`).
-fn postgres_bin_dir() -> PathBuf {
-    let found = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("bin"))
-        .filter(|bin| bin.join("postgres").exists())
-        .max();
-    found.expect(
-        "PostgreSQL's server is not installed (Debian's `postgresql`; scripts/test.sh installs it)",
-    )
-}
-
-fn as_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 /// One Patroni member with its PostgreSQL, on free loopback ports.
 struct Member {

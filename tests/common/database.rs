@@ -44,7 +44,8 @@ const APP_PASSWORD: &str = "app-secret";
 /// The agent's password: a test asserts it never reaches a log.
 pub const AGENT_PASSWORD: &str = "s3cret-agent-pw";
 
-fn as_root() -> bool {
+/// Whether the tests run as root (servers then run as their own users).
+pub fn as_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

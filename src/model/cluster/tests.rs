@@ -60,16 +60,17 @@ fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
     assert!(c.trees[0].has_parent("/b/new"));
 }
 
-#[test]
-fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
+/// One leased election set `/b/*` (split brain and expiry held `hold`),
+/// its session connected, and a clock: `at(s)` is `s` seconds in.
+fn leased(hold: std::time::Duration) -> (ClusterState, impl Fn(u64) -> crate::model::Now) {
     use crate::model::election_tree::ElectionSpec;
-    use crate::model::lease::{LeaseKey, LeaseReading, LeaseSpec};
+    use crate::model::lease::{LeaseKey, LeaseSpec};
     use std::time::Duration;
     let mut spec = ElectionSpec::from(IdentityMode::Data);
     spec.lease = Some(LeaseSpec {
         key: LeaseKey::Name,
-        split_brain_for: Duration::from_secs(1),
-        expired_for: Duration::from_secs(1),
+        split_brain_for: hold,
+        expired_for: hold,
     });
     let mut c = ClusterState::new(
         "c".into(),
@@ -77,11 +78,18 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
         false,
     );
     let t0 = Instant::now();
-    let at = |s: u64| crate::model::Now {
+    let at = move |s: u64| crate::model::Now {
         mono: t0 + Duration::from_secs(s),
         wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
     };
     c.session_started(1, Duration::from_secs(10), at(0).wall);
+    (c, at)
+}
+
+#[test]
+fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
+    use crate::model::lease::LeaseReading;
+    let (mut c, at) = leased(std::time::Duration::from_secs(1));
     let id = c.trees[0].id();
     let child = |name: &str, data: &str, owner| ChildNode {
         name: name.into(),
@@ -134,26 +142,8 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
 
 #[test]
 fn a_set_whose_holders_never_matched_an_identity_never_judges_split_brain() {
-    use crate::model::election_tree::ElectionSpec;
-    use crate::model::lease::{LeaseKey, LeaseReading, LeaseSpec, Verdict};
-    use std::time::Duration;
-    let mut spec = ElectionSpec::from(IdentityMode::Data);
-    spec.lease = Some(LeaseSpec {
-        key: LeaseKey::Name,
-        split_brain_for: Duration::ZERO,
-        expired_for: Duration::ZERO,
-    });
-    let mut c = ClusterState::new(
-        "c".into(),
-        vec![Tree::elections(TreePattern::parse("/b/*").unwrap(), spec)],
-        false,
-    );
-    let t0 = Instant::now();
-    let at = |s: u64| crate::model::Now {
-        mono: t0 + Duration::from_secs(s),
-        wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
-    };
-    c.session_started(1, Duration::from_secs(10), at(0).wall);
+    use crate::model::lease::{LeaseReading, Verdict};
+    let (mut c, at) = leased(std::time::Duration::ZERO);
     let id = c.trees[0].id();
     // Candidates carry device ids; the application writes host names.
     let bots: Vec<(String, Vec<ChildNode>)> = (0..3)
