@@ -11,9 +11,12 @@
 //!   A prefix seen alone (`zk_max_file_descriptor_count`) stays a plain key.
 //! - ZooKeeper's summary sets (`zk_avg_1_learner_handler_qp_size`,
 //!   `zk_avg_zookeeper_write_per_namespace`) get their key as a `key` label.
-//! - A name in one of the exporter's own name spaces ([`names::owned`]) is
-//!   prefixed `zookeeper_mntr_`; any remaining duplicate is dropped and
-//!   counted.
+//! - A name in one of the exporter's own name spaces ([`names::owned`],
+//!   matched by whole words) is prefixed `zookeeper_mntr_`; any remaining
+//!   duplicate is dropped and counted.
+//! - A name 0.1 prefixed by letters alone (`zookeeper_mntr_uptime`,
+//!   `zookeeper_mntr_updatelatency`) is also exported under that old name,
+//!   a deprecated alias kept for one release.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -309,7 +312,62 @@ pub fn map_mntr(mntr: &Mntr) -> Mapped {
             });
         }
     }
+    aliases(&mut out, &mut claim);
     out
+}
+
+/// The deprecated 0.1 names of the samples and summaries [`names::owned`]
+/// no longer prefixes: copies pointing at the same values, their source
+/// saying what replaces them.
+fn aliases(
+    out: &mut Mapped,
+    claim: &mut impl FnMut(&[String], &Option<String>, &mut Mapped) -> bool,
+) {
+    let old = |name: &str| {
+        (!names::owned(name) && names::owned_in_0_1(name))
+            .then(|| name.replacen("zookeeper_", "zookeeper_mntr_", 1))
+    };
+    let samples: Vec<Sample> = out
+        .samples
+        .iter()
+        .filter_map(|s| {
+            old(&s.name).map(|name| Sample {
+                source: format!("{}, deprecated name of {}", s.source, s.name),
+                name,
+                ..s.clone()
+            })
+        })
+        .collect();
+    for s in samples {
+        let exposed = match s.kind {
+            Kind::Counter => vec![s.name.clone(), format!("{}_total", s.name)],
+            Kind::Gauge => vec![s.name.clone()],
+        };
+        if claim(&exposed, &s.set_key, out) {
+            out.samples.push(s);
+        }
+    }
+    let summaries: Vec<Summary> = out
+        .summaries
+        .iter()
+        .filter_map(|s| {
+            old(&s.name).map(|name| Summary {
+                source: format!("{}, deprecated name of {}", s.source, s.name),
+                name,
+                ..s.clone()
+            })
+        })
+        .collect();
+    for s in summaries {
+        let exposed = [
+            s.name.clone(),
+            format!("{}_sum", s.name),
+            format!("{}_count", s.name),
+        ];
+        if claim(&exposed, &s.set_key, out) {
+            out.summaries.push(s);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +404,36 @@ mod tests {
 
     fn value(m: &Typed, name: &str) -> f64 {
         m.1[sample(m, name).unwrap().value]
+    }
+
+    #[test]
+    fn names_are_prefixed_by_whole_words_with_the_old_names_as_aliases() {
+        let m = mapped(
+            "zk_uptime\t649\nzk_avg_updatelatency\t2\nzk_min_updatelatency\t1\nzk_max_updatelatency\t3\n\
+             zk_cnt_updatelatency\t4\nzk_sum_updatelatency\t8\nzk_avg_election_time\t1\nzk_min_election_time\t1\n\
+             zk_max_election_time\t1\nzk_cnt_election_time\t1\nzk_sum_election_time\t1\n",
+        );
+        assert_eq!(value(&m, "zookeeper_uptime"), 649.0);
+        assert_eq!(value(&m, "zookeeper_mntr_uptime"), 649.0, "alias kept");
+        assert_eq!(value(&m, "zookeeper_updatelatency_max"), 3.0);
+        assert_eq!(value(&m, "zookeeper_mntr_updatelatency_max"), 3.0);
+        let summaries: Vec<&str> = m.summaries.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            summaries,
+            [
+                "zookeeper_mntr_election_time",
+                "zookeeper_updatelatency",
+                "zookeeper_mntr_updatelatency"
+            ],
+            "election_time lies in zookeeper_election_: prefixed, no alias"
+        );
+        assert!(
+            sample(&m, "zookeeper_mntr_uptime")
+                .unwrap()
+                .source
+                .contains("deprecated name of zookeeper_uptime")
+        );
+        assert_eq!(m.dropped, 0);
     }
 
     #[test]
@@ -466,6 +554,24 @@ mod doc_table {
     const BEGIN: &str =
         "<!-- mntr-table:begin (generated: ZKEE_BLESS=1 cargo test --lib mntr_table) -->";
     const END: &str = "<!-- mntr-table:end -->";
+    /// Keys the hand-written 3.9 fixture adds to test what an unknown key
+    /// becomes (tests/fixtures/README.md): no ZooKeeper sends them, so the
+    /// table of real keys leaves them out.
+    const SYNTHETIC: &[&str] = &["zk_brand_new_gauge_in_3_9"];
+
+    /// The key a sample's row is for, and what follows its name there.
+    fn row_of(s: &Sample) -> (&str, &'static str) {
+        let (source, alias) = match s.source.split_once(", deprecated name of ") {
+            Some((source, _)) => (source, true),
+            None => (s.source.as_str(), false),
+        };
+        let label = match (s.set_key.is_some(), alias) {
+            (true, _) => " (`key` label)",
+            (false, true) => " (deprecated 0.1 name)",
+            (false, false) => "",
+        };
+        (source, label)
+    }
 
     fn table() -> String {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -487,18 +593,18 @@ mod doc_table {
                 };
                 let v = version.file_name().unwrap().to_string_lossy().into_owned();
                 let m = map_mntr(&mntr);
-                for s in &m.samples {
+                for s in m
+                    .samples
+                    .iter()
+                    .filter(|s| !SYNTHETIC.contains(&s.source.as_str()))
+                {
                     let (name, kind) = match s.kind {
                         Kind::Counter => (format!("{}_total", s.name), "counter"),
                         Kind::Gauge => (s.name.clone(), "gauge"),
                     };
-                    let label = if s.set_key.is_some() {
-                        " (`key` label)"
-                    } else {
-                        ""
-                    };
+                    let (source, label) = row_of(s);
                     let e = rows
-                        .entry(s.source.clone())
+                        .entry(source.to_owned())
                         .or_insert_with(|| (String::new(), kind.to_owned(), BTreeSet::new()));
                     if !e.0.contains(&name) {
                         if !e.0.is_empty() {
@@ -509,21 +615,24 @@ mod doc_table {
                     e.2.insert(v.clone());
                 }
                 for s in &m.summaries {
-                    let label = if s.set_key.is_some() {
-                        " (`key` label)"
-                    } else {
-                        ""
+                    let as_sample = Sample {
+                        name: s.name.clone(),
+                        kind: Kind::Gauge,
+                        source: s.source.clone(),
+                        set_key: s.set_key.clone(),
+                        value: 0,
                     };
+                    let (source, label) = row_of(&as_sample);
                     let e = rows
-                        .entry(s.source.clone())
+                        .entry(source.to_owned())
                         .or_insert_with(|| (String::new(), "summary".to_owned(), BTreeSet::new()));
                     e.1 = "summary + gauges".to_owned();
                     if !e.0.contains(&format!("`{}`", s.name)) {
                         let text = format!("`{}`{label} (quantiles, `_sum`, `_count`)", s.name);
-                        e.0 = if e.0.is_empty() {
-                            text
-                        } else {
-                            format!("{text}, {}", e.0)
+                        e.0 = match (e.0.is_empty(), !label.contains("deprecated")) {
+                            (true, _) => text,
+                            (false, true) => format!("{text}, {}", e.0),
+                            (false, false) => format!("{}, {text}", e.0),
                         };
                     }
                     e.2.insert(v.clone());

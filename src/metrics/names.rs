@@ -288,33 +288,54 @@ pub const ALL: &[&str] = &[
 /// Name spaces the exporter keeps for itself: a `mntr` key that would land
 /// in one is exported as `zookeeper_mntr_…` instead, so a ZooKeeper version
 /// adding a key can never collide with a family of ours, present or future.
-/// (`zookeeper_up` also covers `zookeeper_uptime`: kept as it was.)
+/// A space is a whole word sequence of the name (see [`owned`]):
+/// `zookeeper_up` keeps `zookeeper_up` and `zookeeper_up_…`, not
+/// `zookeeper_uptime` or `zookeeper_updatelatency`, which stay ZooKeeper's
+/// like `zookeeper_readlatency`.
 const NAMESPACES: &[&str] = &[
     "zookeeper_up",
     "zookeeper_ruok",
-    "zookeeper_server_",
-    "zookeeper_zxid_",
+    "zookeeper_server",
+    "zookeeper_zxid",
     "zookeeper_node_count",
     "zookeeper_read_only",
-    "zookeeper_config_",
-    "zookeeper_cons_",
-    "zookeeper_fourlw_",
-    "zookeeper_ensemble_",
-    "zookeeper_election_",
-    "zookeeper_tree_",
-    "zookeeper_session_",
-    "zookeeper_exporter_",
-    "zookeeper_group_",
-    "zookeeper_lock_",
-    "zookeeper_lease_",
-    "zookeeper_discovery_",
-    "zookeeper_probe_",
-    "zookeeper_wchs_",
+    "zookeeper_config",
+    "zookeeper_cons",
+    "zookeeper_fourlw",
+    "zookeeper_ensemble",
+    "zookeeper_election",
+    "zookeeper_tree",
+    "zookeeper_session",
+    "zookeeper_exporter",
+    "zookeeper_group",
+    "zookeeper_lock",
+    "zookeeper_lease",
+    "zookeeper_discovery",
+    "zookeeper_probe",
+    "zookeeper_wchs",
 ];
 
-/// Whether `name` is, or may become, one of the exporter's own families.
+/// Whether `name` is, or may become, one of the exporter's own families:
+/// it is one of [`NAMESPACES`] or continues one after an `_`.
 pub fn owned(name: &str) -> bool {
-    NAMESPACES.iter().any(|space| name.starts_with(space))
+    NAMESPACES.iter().any(|space| {
+        name.strip_prefix(space)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+    })
+}
+
+/// Whether the rule of 0.1 prefixed `name` (four spaces were matched by
+/// their letters alone): such a key that [`owned`] now leaves alone is also
+/// exported under its old `zookeeper_mntr_` name for one release, so
+/// dashboards and rules written against it keep working while they move.
+pub fn owned_in_0_1(name: &str) -> bool {
+    const BY_LETTERS: &[&str] = &[
+        "zookeeper_up",
+        "zookeeper_ruok",
+        "zookeeper_node_count",
+        "zookeeper_read_only",
+    ];
+    owned(name) || BY_LETTERS.iter().any(|space| name.starts_with(space))
 }
 
 #[cfg(test)]
@@ -340,6 +361,18 @@ mod tests {
                 "{name} is missing from docs/metrics.md"
             );
         }
+    }
+
+    #[test]
+    fn name_spaces_are_whole_words() {
+        assert!(owned("zookeeper_up"));
+        assert!(owned("zookeeper_server_state"));
+        assert!(owned("zookeeper_election_time"));
+        assert!(!owned("zookeeper_uptime"));
+        assert!(!owned("zookeeper_updatelatency"));
+        assert!(!owned("zookeeper_serverless"));
+        assert!(owned_in_0_1("zookeeper_updatelatency"));
+        assert!(!owned_in_0_1("zookeeper_sessionless_connections_expired"));
     }
 
     #[test]
