@@ -31,7 +31,9 @@
       ZooKeeperQuorumAtRisk: { 'for': '1m' },
       ZooKeeperNoLeader: { 'for': '1m' },
       ZooKeeperMultipleLeaders: { 'for': '1m' },
-      ZooKeeperHighLatency: { 'for': '5m', latencyMs: 100 },
+      // Mean latency of reads or of updates over `rate` (see
+      // util.recentLatency), where at least `minRate` requests/s were served.
+      ZooKeeperHighLatency: { 'for': '5m', latencyMs: 100, rate: '5m', minRate: '0.1' },
       ZooKeeperOutstandingRequests: { 'for': '5m', requests: 10 },
       ZooKeeperFileDescriptorsNearLimit: { 'for': '5m', ratio: 0.85 },
       // 90% of 2^32: when the low 32 bits wrap, the ensemble forces an election.

@@ -321,3 +321,69 @@ fn pushed_alerts_link_the_runbooks_the_rules_link() {
         "[alerting] runbook_url's default differs from the mixin's _config.runbookURL"
     );
 }
+
+/// docs/dashboards.md's panel tables are rendered from the committed
+/// dashboards, so the documented queries are the shipped ones
+/// (`ZKEE_BLESS=1 cargo test --test mixin panel_tables` rewrites them).
+#[test]
+fn panel_tables_in_docs_are_the_dashboards() {
+    let path = format!("{ROOT}/docs/dashboards.md");
+    let mut docs = std::fs::read_to_string(&path).unwrap();
+    let mut stale = Vec::new();
+    for file in [
+        "zookeeper-elections.json",
+        "zookeeper-ensemble.json",
+        "zookeeper-registry.json",
+    ] {
+        let begin = format!(
+            "<!-- panels:{file}:begin (generated: ZKEE_BLESS=1 cargo test --test mixin panel_tables) -->\n"
+        );
+        let end = format!("<!-- panels:{file}:end -->");
+        let (Some(b), Some(e)) = (docs.find(&begin), docs.find(&end)) else {
+            panic!("docs/dashboards.md lacks the panel-table markers of {file}");
+        };
+        let d: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{ROOT}/dashboards/{file}")).unwrap(),
+        )
+        .unwrap();
+        let fresh = panel_table(&d);
+        if docs[b + begin.len()..e] != fresh {
+            stale.push(file);
+            docs.replace_range(b + begin.len()..e, &fresh);
+        }
+    }
+    if std::env::var_os("ZKEE_BLESS").is_some() {
+        std::fs::write(&path, docs).unwrap();
+        return;
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/dashboards.md's panel tables of {stale:?} are stale: ZKEE_BLESS=1 cargo test --test mixin panel_tables"
+    );
+}
+
+/// One row per panel: title, type, description, queries.
+fn panel_table(d: &Value) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = String::from("| panel | type | shows | queries |\n| --- | --- | --- | --- |\n");
+    for p in d["panels"].as_array().unwrap() {
+        let title = cell(p["title"].as_str().unwrap_or_default());
+        let kind = p["type"].as_str().unwrap_or_default();
+        if kind == "row" {
+            out.push_str(&format!("| **{title}** | row | | |\n"));
+            continue;
+        }
+        let queries: Vec<String> = p["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| format!("`{}`", cell(t["expr"].as_str().unwrap_or_default())))
+            .collect();
+        out.push_str(&format!(
+            "| {title} | {kind} | {} | {} |\n",
+            cell(p["description"].as_str().unwrap_or_default()),
+            queries.join("<br>")
+        ));
+    }
+    out
+}

@@ -17,6 +17,7 @@ local util = import '../lib/util.libsonnet';
       + (if a['for'] != null then { memberText: util.humanSeconds(util.seconds(c.memberWindow) + util.seconds(a['for'])) } else {})
       + (if a['for'] != null then { forText: util.human(a['for']) } else {})
       + (if std.objectHas(a, 'window') then { windowText: util.human(a.window) } else {})
+      + (if std.objectHas(a, 'rate') then { rateText: util.human(a.rate) } else {})
       + { sloWindowText: util.human(c.slo.window) }
       + (if std.objectHas(a, 'switches') then { over: a.switches - 1 } else {})
       + (if std.objectHas(a, 'changes') then { over: a.changes - 1 } else {})
@@ -75,9 +76,9 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperMultipleLeaders', 'critical', 'max by (cluster) (zookeeper_ensemble_leaders{%(selector)s}) > 1',
                   'ZooKeeper ensemble {{ $labels.cluster }} reports {{ $value }} leaders',
                   '{{ $value }} members of {{ $labels.cluster }} each report themselves leader: a split ensemble or a stale member.'),
-            alert('ZooKeeperHighLatency', 'warning', 'max by (cluster, server) (zookeeper_latency_avg{%(selector)s}) > %(latencyMs)s',
+            alert('ZooKeeperHighLatency', 'warning', 'max by (cluster, server) %s > %%(latencyMs)s' % util.recentLatency('%(selector)s', c.alerts.ZooKeeperHighLatency.rate, c.alerts.ZooKeeperHighLatency.minRate),
                   'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} answers slowly',
-                  'Average request latency of {{ $labels.server }} ({{ $labels.cluster }}) is {{ $value }} ms, over %(latencyMs)s ms for %(forText)s.'),
+                  'Requests to {{ $labels.server }} ({{ $labels.cluster }}) have taken {{ $value | printf "%%.0f" }} ms on average (reads or updates, over %(rateText)s), over %(latencyMs)s ms for %(forText)s.'),
             alert('ZooKeeperOutstandingRequests', 'warning', 'max by (cluster, server) (zookeeper_outstanding_requests{%(selector)s}) > %(requests)s',
                   'ZooKeeper server {{ $labels.server }} of {{ $labels.cluster }} queues requests',
                   '{{ $labels.server }} ({{ $labels.cluster }}) has had {{ $value }} outstanding requests, over %(requests)s for %(forText)s: it cannot keep up.'),

@@ -1,6 +1,7 @@
 // Every ensemble member from four-letter words: up, role, latency, load,
 // znodes, watches, zxid.
 local g = import '../lib/grafana.libsonnet';
+local util = import '../lib/util.libsonnet';
 
 function(config)
   local C = '%s,cluster=~"$cluster"' % config.selector;
@@ -31,9 +32,10 @@ function(config)
                ['zookeeper_server_info{%s}' % s, 'version']],
               w=24, h=8, extra=g.merge),
       g.row('Load'),
-      g.panel('timeseries', 'Latency (avg, max)',
-              [['zookeeper_latency_avg{%s}' % s, 'avg {{server}}'], ['zookeeper_latency_max{%s}' % s, 'max {{server}}']],
-              unit='ms'),
+      g.panel('timeseries', 'Latency (recent mean)',
+              [[util.recentLatency(s, '$__rate_interval'), '{{op}} {{server}}']],
+              unit='ms',
+              desc='Mean time of reads and of updates over the last rate interval, from the _sum and _count of ZooKeeper\'s latency summaries (3.6+). A 3.4/3.5 server shows its mean since start (op since_start), which moves slowly.'),
       g.panel('timeseries', 'Requests',
               [['rate(zookeeper_packets_received_total{%s}[5m])' % s, 'received {{server}}'],
                ['rate(zookeeper_packets_sent_total{%s}[5m])' % s, 'sent {{server}}']],

@@ -77,6 +77,23 @@ local lines(v, indent) =
   else [pad + scalar(v)];
 
 {
+  // Mean request latency (ms) of each server over the last `window`, by
+  // operation: ZooKeeper 3.6+ reports read and update latency as summaries,
+  // whose _sum and _count rates give the recent mean (zk_avg_latency is the
+  // mean since the server started or `srst`, so it shows an hour-old storm
+  // today and hides one starting now). A server without the summaries
+  // (3.4, 3.5) falls back to that since-start mean, op="since_start".
+  // Summed over agent replicas: both rates double, the ratio stays. Only
+  // where at least `minRate` requests per second were measured, so a lone
+  // slow request on an idle server is no trend.
+  recentLatency(selector, window, minRate=0)::
+    local op(name, label) =
+      local count = 'sum by (cluster, server) (rate(zookeeper_%s_count{%s}[%s]))' % [name, selector, window];
+      'label_replace(sum by (cluster, server) (rate(zookeeper_%s_sum{%s}[%s])) / %s and %s > %s, "op", "%s", "", "")'
+      % [name, selector, window, count, count, minRate, label];
+    '(%s or %s or label_replace(max by (cluster, server) (zookeeper_latency_avg{%s}) unless on (cluster, server) zookeeper_readlatency_count{%s}, "op", "since_start", "", ""))'
+    % [op('readlatency', 'read'), op('updatelatency', 'update'), selector, selector],
+
   // '30s' -> '30 seconds', '1m' -> 'a minute', '15m' -> '15 minutes', '1h' -> 'an hour'.
   human(d)::
     local unit = d[std.length(d) - 1];
