@@ -2,7 +2,9 @@
 //! an abandoned session (expiry), a switch while the agent is cut off and
 //! a flap faster than any scrape shows up in `/api/v1/events` in order,
 //! with the right identities and causes; the ring keeps its size; every
-//! event is one structured log line.
+//! event is one structured log line. A busy lock cannot evict switches, a
+//! switch after a masterless period says how the old master went, and the
+//! API filters by kind and time.
 
 mod common;
 
@@ -156,7 +158,10 @@ async fn closes_expiries_outages_and_flaps_in_order_with_causes() {
     until_story(want.clone(), "the flap back");
 
     // The small ring holds its newest three, numbered on.
-    let kept = events(small.port, "limit=100");
+    let kept: Vec<Value> = events(small.port, "limit=100")
+        .into_iter()
+        .filter(|e| !e["kind"].as_str().unwrap_or("").starts_with("session"))
+        .collect();
     assert_eq!(kept.len(), 3, "{kept:?}");
     let seqs: Vec<u64> = kept.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(
@@ -281,4 +286,142 @@ async fn lock_hand_overs_and_group_members_reach_the_timeline() {
         }
     });
     drop(second);
+}
+
+/// A lock handing over many times a second fills its own ring, not the
+/// elections': the one switch stays, and it names the master whose going
+/// began the masterless period before it, and how it went. `kind`, `until`
+/// and `since` filter; the status page leaves lock hand-overs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_churn_keeps_switches_and_a_switch_after_a_gap_has_its_cause() {
+    use zookeeper_client::{Acls, CreateMode};
+    let zk = shared_server();
+    let base = unique_path("timeline-rings");
+    let election = format!("{base}/bots/bot_1");
+    let lock = format!("{base}/locks/job_1");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &election).await;
+    mkdir(&admin, &lock).await;
+    let a = client(&zk.address()).await;
+    candidate(&a, &election, "n_", b"device-a").await;
+    let exporter = Exporter::start(&format!(
+        "{}[[clusters.locks]]\npath = \"{base}/locks/*\"\n",
+        cluster_config(
+            &zk.address(),
+            &format!("{base}/bots/*"),
+            "timeline_size = 5\nfour_letter_words = { enabled = false }"
+        )
+    ));
+    exporter
+        .until("master a", T, |m| {
+            master_identity(m, &election).as_deref() == Some("device-a")
+        })
+        .await;
+    let contender = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let churn = |n: usize| {
+        let (admin, lock, contender) = (&admin, &lock, &contender);
+        async move {
+            for _ in 0..n {
+                let (_, seq) = admin
+                    .create(&format!("{lock}/w__lock__"), b"", contender)
+                    .await
+                    .unwrap();
+                admin
+                    .delete(&format!("{lock}/w__lock__{seq}"), None)
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    churn(10).await;
+
+    // The master goes; nobody is master until b arrives.
+    drop(a);
+    wait_for("the masterless period", T, || {
+        let e = events(
+            exporter.port,
+            &format!("election={election}&kind=masterless_started"),
+        );
+        if e.len() == 1 {
+            Ok(())
+        } else {
+            Err(format!("{e:?}"))
+        }
+    });
+    let b = client(&zk.address()).await;
+    candidate(&b, &election, "n_", b"device-b").await;
+    let switch = wait_for("the switch", T, || {
+        let e = events(exporter.port, &format!("election={election}&kind=switch"));
+        match e.as_slice() {
+            [s] => Ok(s.clone()),
+            _ => Err(format!("{e:?}")),
+        }
+    });
+    churn(20).await;
+    wait_for("the lock's ring full", T, || {
+        let e = events(exporter.port, "kind=lock_acquired&limit=100");
+        if e.len() == 5 {
+            Ok(())
+        } else {
+            Err(format!("{} lock entries", e.len()))
+        }
+    });
+
+    // The switch is still there, with the cause of a's going.
+    let switches = events(exporter.port, "kind=switch");
+    assert_eq!(
+        switches,
+        std::slice::from_ref(&switch),
+        "evicted by lock hand-overs?"
+    );
+    assert_eq!(switch["from"]["identity"], "device-a", "{switch}");
+    assert_eq!(switch["to"]["identity"], "device-b", "{switch}");
+    assert_eq!(switch["cause"], "node_deleted", "{switch}");
+    assert!(
+        switch["masterless_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 0.0),
+        "{switch}"
+    );
+
+    // Several kinds at once; time bounds around the switch.
+    let both = events(
+        exporter.port,
+        &format!("election={election}&kind=switch,masterless_started"),
+    );
+    let kinds: Vec<&str> = both.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds, ["switch", "masterless_started"]);
+    let at = switch["at"].as_str().unwrap();
+    assert_eq!(
+        events(exporter.port, &format!("kind=switch&until={at}")),
+        std::slice::from_ref(&switch)
+    );
+    assert_eq!(
+        events(exporter.port, &format!("kind=switch&since={at}")),
+        std::slice::from_ref(&switch)
+    );
+    let before = both[1]["at"].as_str().unwrap();
+    let earlier: Vec<Value> = events(exporter.port, &format!("kind=switch&until={before}"));
+    assert!(
+        earlier.is_empty() || before == at,
+        "nothing switched before the masterless period: {earlier:?}"
+    );
+    let (status, body) = http_get(exporter.port, "/api/v1/events?kind=switched").unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("lock_acquired"), "lists the kinds: {body}");
+    let (status, body) = http_get(exporter.port, "/api/v1/events?until=noon").unwrap();
+    assert_eq!(status, 400, "{body}");
+
+    // The status page's latest events: the switch, no hand-overs.
+    let (_, status) = http_get(exporter.port, "/api/v1/status").unwrap();
+    let status: Value = serde_json::from_str(&status).unwrap();
+    let kinds: Vec<&str> = status["clusters"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"switch"), "{kinds:?}");
+    assert!(!kinds.contains(&"lock_acquired"), "{kinds:?}");
+    drop(b);
 }

@@ -26,8 +26,10 @@ impl MasterBody {
 }
 
 /// One timeline entry. Which fields are present depends on `kind`; `from`
-/// and `cause` of a switch are present as `null` when unknown (a switch
-/// after a masterless period), absent for kinds that never have them.
+/// and `cause` of a switch are present as `null` when unknown (the
+/// election was first seen masterless), absent for kinds that never have
+/// them. A switch that ends a masterless period names the master whose
+/// going began it, how it went, and `masterless_seconds`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventBody {
     /// RFC 3339 with milliseconds.
@@ -82,10 +84,16 @@ impl EventBody {
         };
         let some = |m: &Master| Some(Some(MasterBody::of(m)));
         match &e.what {
-            What::Switch { from, to, cause } => {
+            What::Switch {
+                from,
+                to,
+                cause,
+                masterless,
+            } => {
                 body.from = Some(from.as_ref().map(MasterBody::of));
                 body.to = Some(MasterBody::of(to));
                 body.cause = Some(cause.map(|c| c.label()));
+                body.masterless_seconds = masterless.map(|d| d.as_secs_f64());
             }
             What::MasterlessStarted { last, cause } => {
                 body.from = some(last);
@@ -189,6 +197,7 @@ mod tests {
             from: None,
             to: master("b", 0x1f),
             cause: None,
+            masterless: None,
         };
         assert_eq!(
             json(&event("/bots/bot_1", switch)),
@@ -198,12 +207,14 @@ mod tests {
             from: Some(master("a", 1)),
             to: master("b", 2),
             cause: Some(Cause::SessionExpired),
+            masterless: Some(Duration::from_millis(2500)),
         };
         let body = EventBody::of("prod", &event("/e", switch));
         assert_eq!(
             (body.from_identity(), body.to_identity(), body.cause_label()),
             (Some("a"), Some("b"), Some("session_expired"))
         );
+        assert_eq!(body.masterless_seconds, Some(2.5));
         let lost = What::SessionLost {
             state: "expired",
             reason: "session expired".into(),

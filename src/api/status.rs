@@ -12,6 +12,7 @@ use super::{rfc3339_seconds, session_hex};
 use crate::model::ClusterState;
 use crate::model::alerting::PushCounts;
 use crate::model::attention::State as ElectionState;
+use crate::model::timeline::Class;
 
 /// Rows per table: the page stays readable; the JSON API has the rest.
 pub const ROWS: usize = 200;
@@ -179,9 +180,12 @@ impl ClusterStatus {
             elections: elections.into_iter().take(ROWS).map(|(_, r)| r).collect(),
             elections_shown_of: shown_of,
             elections_watched: survey.total,
+            // Lock hand-overs and member churn are routine and frequent:
+            // the locks table shows holders; /api/v1/events has them all.
             events: c
                 .timeline
                 .newest_first()
+                .filter(|e| matches!(e.what.class(), Class::Elections | Class::Session))
                 .take(EVENTS)
                 .map(|e| EventBody::of(&c.name, e))
                 .collect(),
@@ -233,7 +237,7 @@ fn election_rows(
             let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, path, election, now));
             let switches_last_hour = c
                 .timeline
-                .newest_first()
+                .newest_of(Class::Elections)
                 .take_while(|e| e.at >= hour_ago)
                 .filter(|e| e.election == *path && e.what.kind() == "switch")
                 .count();

@@ -1,6 +1,6 @@
 //! `GET /api/v1/events`: the timeline, newest first, filtered by cluster,
-//! election and time: "who was master of bot_1234 at 03:12, and why did it
-//! move?".
+//! election, kind and time: "who was master of bot_1234 at 03:12, and why
+//! did it move?" is `?election=…&kind=switch&until=03:12&limit=1`.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 10_000;
 
-/// `since`: RFC 3339 (`2026-11-30T03:12:00Z`) or Unix seconds.
+/// `since` / `until`: RFC 3339 (`2026-11-30T03:12:00Z`) or Unix seconds.
 fn parse_since(text: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(text).ok().or_else(|| {
         let secs: f64 = text.parse().ok()?;
@@ -31,15 +31,38 @@ pub(super) async fn events(
 ) -> Response {
     let bad =
         |error: String| (StatusCode::BAD_REQUEST, axum::Json(ErrorBody { error })).into_response();
-    let since = match query.get("since").map(|s| (s, parse_since(s))) {
-        Some((s, None)) => {
-            return bad(format!(
-                "since=`{s}` is neither RFC 3339 (2026-11-30T03:12:00Z) nor Unix seconds"
-            ));
+    let mut bounds = [None, None];
+    for (i, key) in ["since", "until"].into_iter().enumerate() {
+        match query.get(key).map(|s| (s, parse_since(s))) {
+            Some((s, None)) => {
+                return bad(format!(
+                    "{key}=`{s}` is neither RFC 3339 (2026-11-30T03:12:00Z) nor Unix seconds"
+                ));
+            }
+            Some((_, t)) => bounds[i] = t,
+            None => {}
         }
-        Some((_, t)) => t,
-        None => None,
-    };
+    }
+    // Entries are shown to the millisecond: `until` copied from one's `at`
+    // includes it.
+    let [since, until] = bounds;
+    let until = until.map(|u| u + Duration::from_nanos(999_999));
+    let kinds: Option<Vec<&str>> = query.get("kind").map(|k| {
+        k.split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .collect()
+    });
+    if let Some(unknown) = kinds
+        .iter()
+        .flatten()
+        .find(|k| !crate::model::timeline::KINDS.contains(k))
+    {
+        return bad(format!(
+            "kind=`{unknown}` is not a kind of event; kinds: {}",
+            crate::model::timeline::KINDS.join(", ")
+        ));
+    }
     let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
         Some(Ok(n)) if n > 0 => n.min(MAX_LIMIT),
         Some(_) => return bad("limit must be a positive number".into()),
@@ -55,7 +78,9 @@ pub(super) async fn events(
             all.extend(
                 c.timeline
                     .newest_first()
+                    .skip_while(|e| until.is_some_and(|u| e.at > u))
                     .filter(|e| election.is_none_or(|p| *p == e.election))
+                    .filter(|e| kinds.as_ref().is_none_or(|k| k.contains(&e.what.kind())))
                     .take_while(|e| since.is_none_or(|s| e.at >= s))
                     .take(limit + 1)
                     .map(|e| (e.at, EventBody::of(&c.name, e))),

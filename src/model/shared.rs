@@ -285,7 +285,7 @@ impl SharedCluster {
         let mut g = self.write();
         g.tick(now);
         let from = after(&g.name);
-        let new = g.timeline.after(from).cloned().collect();
+        let new = g.timeline.after(from).into_iter().cloned().collect();
         (g.name.clone(), new)
     }
 
