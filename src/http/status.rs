@@ -45,16 +45,75 @@ enum Cell {
     Missing,
     Text(String),
     Flag(bool),
+    /// An RFC 3339 time: shown with how long ago it was.
+    Time(String),
 }
 
 impl Cell {
     fn text(&self) -> String {
         match self {
             Cell::Missing => "—".to_owned(),
-            Cell::Text(s) => s.clone(),
+            Cell::Text(s) | Cell::Time(s) => s.clone(),
             Cell::Flag(b) => if *b { "yes" } else { "no" }.to_owned(),
         }
     }
+}
+
+fn time(t: Option<&String>) -> Cell {
+    t.map_or(Cell::Missing, |t| Cell::Time(t.clone()))
+}
+
+/// How much a row needs the reader's eye: a class (colour) and a marker
+/// (text, for a reader without colour: a screen reader, a print-out, a
+/// colour-blind engineer at 3 a.m.).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attention {
+    None,
+    /// Trouble now: masterless, a ghost master, a member down, a failing source.
+    Alert,
+    /// Worth a look: flapping, no standby, a member unverified.
+    Warn,
+}
+
+impl Attention {
+    fn class(self) -> &'static str {
+        match self {
+            Attention::None => "",
+            Attention::Alert => " class=\"alert\"",
+            Attention::Warn => " class=\"warn\"",
+        }
+    }
+
+    fn marker(self) -> &'static str {
+        match self {
+            Attention::None => "",
+            Attention::Alert => "<span class=\"mark\">\u{26a0} ATTENTION</span> ",
+            Attention::Warn => "<span class=\"mark\">\u{25b3} check</span> ",
+        }
+    }
+}
+
+/// `t` (RFC 3339) relative to `now`: "12 s ago", "3 min ago", "2 h 5 min ago".
+fn ago(t: &str, now: SystemTime) -> Option<String> {
+    let at = humantime::parse_rfc3339_weak(t).ok()?;
+    let (secs, future) = match now.duration_since(at) {
+        Ok(d) => (d.as_secs(), false),
+        Err(e) => (e.duration().as_secs(), true),
+    };
+    let span = match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86400 => match secs % 3600 / 60 {
+            0 => format!("{} h", secs / 3600),
+            m => format!("{} h {m} min", secs / 3600),
+        },
+        _ => format!("{} d", secs / 86400),
+    };
+    Some(if future {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    })
 }
 
 impl<T: ToString> From<Option<T>> for Cell {
@@ -68,6 +127,9 @@ impl<T: ToString> From<Option<T>> for Cell {
 trait Row {
     const COLUMNS: &'static [(&'static str, &'static str)];
     fn cells(&self) -> Vec<Cell>;
+    fn attention(&self) -> Attention {
+        Attention::None
+    }
 }
 
 fn text(s: &str) -> Cell {
@@ -86,7 +148,7 @@ impl Row for PushedAlert {
             text(self.alertname),
             text(&self.cluster),
             self.election.as_ref().into(),
-            text(&self.since),
+            Cell::Time(self.since.clone()),
         ]
     }
 }
@@ -105,6 +167,13 @@ impl Row for MemberRow {
             text(self.up),
             self.zxid_lag.into(),
         ]
+    }
+    fn attention(&self) -> Attention {
+        match self.up {
+            "up" => Attention::None,
+            "unverified" => Attention::Warn,
+            _ => Attention::Alert,
+        }
     }
 }
 
@@ -126,12 +195,19 @@ impl Row for ElectionRow {
             text(self.state),
             self.master.as_ref().into(),
             self.node.as_ref().into(),
-            self.since.as_ref().into(),
+            time(self.since.as_ref()),
             Some(self.switches_last_hour).into(),
             Some(self.switches).into(),
             self.candidates.into(),
             Cell::Flag(self.ghost),
         ]
+    }
+    fn attention(&self) -> Attention {
+        match self.state {
+            "ok" => Attention::None,
+            "flapping" | "no_standby" => Attention::Warn,
+            _ => Attention::Alert,
+        }
     }
 }
 
@@ -163,13 +239,21 @@ impl Row for EventBody {
     ];
     fn cells(&self) -> Vec<Cell> {
         vec![
-            text(&self.at),
+            Cell::Time(self.at.clone()),
             self.election.as_ref().into(),
             text(self.kind),
             self.from_identity().into(),
             self.to_identity().into(),
             self.cause_label().into(),
         ]
+    }
+    fn attention(&self) -> Attention {
+        match (self.kind, self.state) {
+            ("masterless_started" | "ghost_flagged" | "session_lost", _) => Attention::Alert,
+            ("lease_verdict", Some("split_brain")) => Attention::Alert,
+            ("lease_verdict", Some("expired")) => Attention::Warn,
+            _ => Attention::None,
+        }
     }
 }
 
@@ -186,13 +270,20 @@ impl Row for LeaseStatus {
     fn cells(&self) -> Vec<Cell> {
         vec![
             text(&self.tree),
-            self.last_reading.as_ref().into(),
+            time(self.last_reading.as_ref()),
             self.rows.into(),
             self.unmatched.into(),
             self.reason.into(),
-            self.failing_since.as_ref().into(),
+            time(self.failing_since.as_ref()),
             self.error.as_ref().into(),
         ]
+    }
+    fn attention(&self) -> Attention {
+        if self.reason.is_some() {
+            Attention::Alert
+        } else {
+            Attention::None
+        }
     }
 }
 
@@ -211,18 +302,34 @@ fn esc(out: &mut String, s: &str) {
     }
 }
 
-/// One table of `rows`.
-fn table<R: Row>(out: &mut String, id: &str, rows: &[R]) {
+/// One table of `rows`; times also as how long before `now` they were.
+fn table<R: Row>(out: &mut String, id: &str, rows: &[R], now: Option<SystemTime>) {
     let _ = write!(out, "<table id=\"{id}\"><tr>");
     for (title, _) in R::COLUMNS {
         let _ = write!(out, "<th>{title}</th>");
     }
     out.push_str("</tr>");
     for row in rows {
-        out.push_str("<tr>");
-        for cell in row.cells() {
+        let attention = row.attention();
+        let _ = write!(out, "<tr{}>", attention.class());
+        for (i, cell) in row.cells().into_iter().enumerate() {
             out.push_str("<td>");
-            esc(out, &cell.text());
+            if i == 0 {
+                out.push_str(attention.marker());
+            }
+            match &cell {
+                Cell::Time(t) => {
+                    out.push_str("<time datetime=\"");
+                    esc(out, t);
+                    out.push_str("\">");
+                    esc(out, t);
+                    out.push_str("</time>");
+                    if let Some(ago) = now.and_then(|now| ago(t, now)) {
+                        let _ = write!(out, " <span class=\"ago\">({ago})</span>");
+                    }
+                }
+                cell => esc(out, &cell.text()),
+            }
             out.push_str("</td>");
         }
         out.push_str("</tr>");
@@ -232,7 +339,8 @@ fn table<R: Row>(out: &mut String, id: &str, rows: &[R]) {
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}\
 td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;font-size:90%}th{background:#f2f2f2}\
-h2{margin-top:2em}.muted{color:#777}";
+h2{margin-top:2em}.muted,.ago{color:#777}tr.alert td{background:#fde0dc}tr.warn td{background:#fff3cd}\
+.mark{font-weight:bold}tr.alert .mark,p.alert .mark{color:#b3261e}tr.warn .mark{color:#7a5a00}";
 
 fn render(status: &StatusBody) -> String {
     let mut out = String::with_capacity(64 * 1024);
@@ -244,21 +352,32 @@ fn render(status: &StatusBody) -> String {
     out.push_str("<h1>zk-election-exporter</h1><p class=\"muted\">Who is master of every ZooKeeper election, and how often it moves. Refreshes every 5 s; generated ");
     esc(&mut out, &status.generated);
     out.push_str(".</p>");
+    let now = humantime::parse_rfc3339_weak(&status.generated).ok();
     if status.pushing {
         out.push_str("<h2>Alerts pushed to Alertmanager</h2>");
-        table(&mut out, "alerts", &status.pushed_alerts);
+        table(&mut out, "alerts", &status.pushed_alerts, now);
     }
     for c in &status.clusters {
-        render_cluster(&mut out, c);
+        render_cluster(&mut out, c, now);
     }
     render_endpoints(&mut out, &status.telemetry_path);
     out
 }
 
-fn render_cluster(out: &mut String, c: &ClusterStatus) {
+fn render_cluster(out: &mut String, c: &ClusterStatus, now: Option<SystemTime>) {
     out.push_str("<h2>Cluster ");
     esc(out, &c.cluster);
-    out.push_str("</h2><p>Session: ");
+    let attention = if c.session == "connected" {
+        Attention::None
+    } else {
+        Attention::Alert
+    };
+    let _ = write!(
+        out,
+        "</h2><p{}>{}Session: ",
+        attention.class(),
+        attention.marker()
+    );
     esc(out, c.session);
     if let Some(error) = &c.session_error {
         out.push_str(" (");
@@ -266,22 +385,22 @@ fn render_cluster(out: &mut String, c: &ClusterStatus) {
         out.push(')');
     }
     out.push_str("</p><h3>Ensemble</h3>");
-    table(out, "members", &c.members);
+    table(out, "members", &c.members, now);
     let _ = write!(
         out,
         "<h3>Elections</h3><p class=\"muted\">{} shown of {} watched, those needing attention first.</p>",
         c.elections_shown_of.min(ROWS),
         c.elections_watched
     );
-    table(out, "elections", &c.elections);
+    table(out, "elections", &c.elections, now);
     if !c.leases.is_empty() {
         out.push_str("<h3>Lease tables</h3>");
-        table(out, "leases", &c.leases);
+        table(out, "leases", &c.leases, now);
     }
     out.push_str("<h3>Locks held</h3>");
-    table(out, "locks", &c.locks_held);
-    out.push_str("<h3>Latest events</h3>");
-    table(out, "events", &c.events);
+    table(out, "locks", &c.locks_held, now);
+    out.push_str("<h3>Latest events</h3><p class=\"muted\">Elections and the session; lock hand-overs and group members are in <a href=\"/api/v1/events?kind=lock_acquired,lock_held_long,member_joined,member_left\">/api/v1/events</a>.</p>");
+    table(out, "events", &c.events, now);
 }
 
 fn render_endpoints(out: &mut String, metrics: &str) {
@@ -295,7 +414,7 @@ fn render_endpoints(out: &mut String, metrics: &str) {
 <li><a href=\"/api/v1/status\">/api/v1/status</a>: this page as JSON</li>\
 <li><a href=\"/api/v1/trees\">/api/v1/trees</a>: watched elections and groups (JSON)</li>\
 <li><code>/api/v1/elections/PATH</code>: one election, exported or not: master, since when, switches (JSON)</li>\
-<li><a href=\"/api/v1/events\">/api/v1/events</a>: the timeline, newest first (<code>?cluster=&amp;election=&amp;since=&amp;limit=</code>)</li>\
+<li><a href=\"/api/v1/events\">/api/v1/events</a>: the timeline, newest first (<code>?cluster=&amp;election=&amp;kind=&amp;since=&amp;until=&amp;limit=</code>)</li>\
 </ul></body></html>");
 }
 
@@ -378,6 +497,65 @@ mod tests {
             pushing: true,
             telemetry_path: "/metrics".into(),
         }
+    }
+
+    #[test]
+    fn times_read_as_how_long_ago() {
+        let now = humantime::parse_rfc3339("2026-12-01T03:12:00Z").unwrap();
+        let ago = |t| ago(t, now);
+        assert_eq!(ago("2026-12-01T03:11:48Z").as_deref(), Some("12 s ago"));
+        assert_eq!(
+            ago("2026-12-01T03:09:00.250Z").as_deref(),
+            Some("2 min ago")
+        );
+        assert_eq!(
+            ago("2026-12-01T01:07:00Z").as_deref(),
+            Some("2 h 5 min ago")
+        );
+        assert_eq!(ago("2026-12-01T01:12:00Z").as_deref(), Some("2 h ago"));
+        assert_eq!(ago("2026-11-28T03:12:00Z").as_deref(), Some("3 d ago"));
+        assert_eq!(ago("2026-12-01T03:12:05Z").as_deref(), Some("in 5 s"));
+        assert_eq!(ago("t"), None);
+    }
+
+    #[test]
+    fn rows_needing_attention_are_marked_in_colour_and_in_text() {
+        let mut status = hostile();
+        status.generated = "2026-12-01T03:12:00Z".into();
+        let c = &mut status.clusters[0];
+        c.elections[0].since = Some("2026-12-01T03:09:00Z".into());
+        let mut masterless = c.elections[0].clone();
+        masterless.election = "/bots/gone".into();
+        masterless.state = "masterless";
+        let mut flapping = c.elections[0].clone();
+        flapping.state = "flapping";
+        c.elections.extend([masterless, flapping]);
+        c.members[0].up = "down";
+        c.session = "disconnected";
+        let html = render(&status);
+        assert!(
+            html.contains("<tr class=\"alert\"><td><span class=\"mark\">\u{26a0} ATTENTION</span> /bots/gone</td><td>masterless</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<tr class=\"warn\"><td><span class=\"mark\">\u{25b3} check</span> ")
+        );
+        assert!(
+            html.contains("<tr><td>/bots/&lt;img"),
+            "an ok row is plain: {html}"
+        );
+        assert!(html.contains(
+            "<tr class=\"alert\"><td><span class=\"mark\">\u{26a0} ATTENTION</span> 127.0.0.1:2181"
+        ));
+        assert!(html.contains("<p class=\"alert\"><span class=\"mark\">\u{26a0} ATTENTION</span> Session: disconnected"));
+        assert!(
+            html.contains("<time datetime=\"2026-12-01T03:09:00Z\">2026-12-01T03:09:00Z</time> <span class=\"ago\">(3 min ago)</span>"),
+            "{html}"
+        );
+        // A lease source failing is trouble too.
+        assert!(html.contains(
+            "<tr class=\"alert\"><td><span class=\"mark\">\u{26a0} ATTENTION</span> /bots/&lt;*&gt;"
+        ));
     }
 
     #[test]
