@@ -24,9 +24,15 @@ cargo clippy --all-targets --locked -- -D warnings
 # Doc tests are left out (the crate has none); benches run via cargo bench.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# Every test scrape records its families here; after the suite,
+# tests/metrics_docs.rs holds docs/metrics.md to them.
+rm -rf target/tmp/scraped-families
 set +e
 cargo test --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+cargo test --locked --test metrics_docs -- --ignored 2>&1 | tee -a "$log"
+docs_status=${PIPESTATUS[0]}
+[ "$status" -ne 0 ] || status=$docs_status
 set -e
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"

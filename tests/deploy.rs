@@ -299,3 +299,49 @@ fn dockerfile_dependency_stage_knows_every_bench() {
         }
     }
 }
+
+/// Every variable the systemd env file sets, and every commented example of
+/// one, is something the agent takes without a warning: `ZK_EXPORTER_ARGS`
+/// once made it warn "ignoring ZK_EXPORTER_* variables" at every start.
+#[test]
+fn the_env_file_sets_nothing_the_agent_warns_about() {
+    let file = read("deploy/systemd/zk-election-exporter.env");
+    let vars: Vec<(String, String)> = file
+        .lines()
+        .map(|l| l.trim_start_matches('#'))
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+        .collect();
+    assert!(vars.iter().any(|(k, _)| k == "ARGS"), "{vars:?}");
+    assert!(
+        vars.iter().any(|(k, _)| k.starts_with("ZK_EXPORTER_")),
+        "{vars:?}"
+    );
+    let out = Command::new(BIN)
+        .args(["check-config", "--zk", "127.0.0.1:2181"])
+        .env_clear()
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("WARN"), "{text}");
+    assert!(
+        text.contains("127.0.0.1:9141"),
+        "the example key took effect: {text}"
+    );
+    // The check can fail: the old name warns.
+    let old = Command::new(BIN)
+        .args(["check-config", "--zk", "127.0.0.1:2181"])
+        .env_clear()
+        .env("ZK_EXPORTER_ARGS", "")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&old.stderr).contains("ignoring ZK_EXPORTER_*"));
+}

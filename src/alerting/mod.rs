@@ -70,13 +70,14 @@ pub async fn run(
             _ = stop.wait_for(|s| *s) => return pusher.stop(),
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
-        let readings = clusters
+        let readings: Vec<(String, Reading, bool)> = clusters
             .now()
             .iter()
             .map(|c| c.alert_reading(now))
             .collect();
+        let names: Vec<String> = readings.iter().map(|r| r.0.clone()).collect();
         pusher.read(readings, now, wall);
-        pusher.publish(now, wall);
+        pusher.publish(&names, now, wall);
         pusher.reap(now);
         pusher.send_due(now, wall);
     }
@@ -175,12 +176,17 @@ impl Pusher {
         }
     }
 
-    /// What fires, for `/metrics` and the status page.
-    fn publish(&self, now: Instant, wall: SystemTime) {
-        let mut active: BTreeMap<&'static str, usize> =
-            Kind::ALL.iter().map(|k| (k.alertname(), 0)).collect();
+    /// What fires, for `/metrics` and the status page: a count for every
+    /// alertname of every cluster, zeros too (a rate needs them).
+    fn publish(&self, clusters: &[String], now: Instant, wall: SystemTime) {
+        let mut active: BTreeMap<(&'static str, String), usize> = Kind::ALL
+            .iter()
+            .flat_map(|k| clusters.iter().map(|c| ((k.alertname(), c.clone()), 0)))
+            .collect();
         for (key, _) in self.book.firing() {
-            *active.entry(key.0.alertname()).or_default() += 1;
+            *active
+                .entry((key.0.alertname(), key.1.clone()))
+                .or_default() += 1;
         }
         let firing = self
             .book

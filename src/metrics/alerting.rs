@@ -28,11 +28,15 @@ impl Collector for PushCollector {
         family(
             &mut enc,
             names::ALERTS_ACTIVE,
-            "Alerts the agent is pushing now, by alertname.",
+            "Alerts the agent is pushing now, by alertname and cluster.",
             MetricType::Gauge,
             |m| {
-                for (name, n) in &s.active {
-                    gauge(m, &Labels::new("alertname", name), *n as f64)?;
+                for ((name, cluster), n) in &s.active {
+                    gauge(
+                        m,
+                        &Labels::new("cluster", cluster).with("alertname", name),
+                        *n as f64,
+                    )?;
                 }
                 Ok(())
             },

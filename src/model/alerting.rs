@@ -474,8 +474,8 @@ pub struct PushStats {
 pub struct PushCounts {
     /// Whether a pusher runs (`[alerting]` is configured now).
     pub enabled: bool,
-    /// Firing alerts by alertname.
-    pub active: BTreeMap<&'static str, usize>,
+    /// Firing alerts by alertname and cluster.
+    pub active: BTreeMap<(&'static str, String), usize>,
     /// Alerts delivered, per Alertmanager URL.
     pub sent: BTreeMap<String, u64>,
     /// Failed deliveries, per Alertmanager URL and reason.

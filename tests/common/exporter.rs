@@ -123,6 +123,7 @@ impl Exporter {
         if status != 200 {
             return Err(format!("/metrics answered {status}"));
         }
+        record_families(&body);
         Ok(Metrics::parse(&body))
     }
 
@@ -199,7 +200,9 @@ impl Exporter {
     }
 
     pub fn raw_metrics(&self) -> String {
-        http_get(self.port, "/metrics").unwrap().1
+        let body = http_get(self.port, "/metrics").unwrap().1;
+        record_families(&body);
+        body
     }
 
     pub fn ready(&self) -> (u16, String) {
@@ -372,5 +375,38 @@ pub fn crash_cause(events: &[serde_json::Value], identity: &str) -> &'static str
         "session_expired"
     } else {
         "node_deleted"
+    }
+}
+
+/// Where every family a test scrape saw is written, one file per test
+/// process: `tests/metrics_docs.rs` holds docs/metrics.md to what the
+/// suite really scraped (scripts/test.sh runs it after the suite).
+pub fn scraped_families_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scraped-families")
+}
+
+/// Adds the families of one exposition to this process's record.
+fn record_families(body: &str) {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let before = seen.len();
+    seen.extend(
+        body.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .map(str::to_owned),
+    );
+    if seen.len() == before {
+        return;
+    }
+    let dir = scraped_families_dir();
+    let _ = std::fs::create_dir_all(&dir);
+    let text: String = seen.iter().map(|f| format!("{f}\n")).collect();
+    let file = dir.join(format!("{}.txt", std::process::id()));
+    let tmp = dir.join(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(tmp, file);
     }
 }
