@@ -18,6 +18,10 @@ done
 # pip puts the binaries beside the interpreter; a pyenv shim may not exist yet.
 export PATH="$PATH:$pip_bin"
 hadolint Dockerfile
+# From the npm registry: @grafana/schema and tsc for the dashboards' check
+# (tests/mixin.rs), pinned by tests/grafana/package-lock.json.
+[ -d tests/grafana/node_modules/@grafana/schema ] ||
+  npm ci --prefix tests/grafana --no-audit --no-fund --loglevel=error
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings

@@ -387,3 +387,57 @@ fn panel_table(d: &Value) -> String {
     }
     out
 }
+
+/// Runs tests/grafana/check.mjs (the dashboards against @grafana/schema's
+/// types, compiled by tsc) on `dashboards`; its output and whether it passed.
+fn grafana_schema_check(dashboards: &Path) -> (bool, String) {
+    let modules = Path::new(ROOT).join("tests/grafana/node_modules/@grafana/schema");
+    assert!(
+        modules.is_dir(),
+        "{} is missing: npm ci --prefix tests/grafana (scripts/test.sh does)",
+        modules.display()
+    );
+    let out = std::env::temp_dir().join(format!(
+        "grafana-check-{}-{}",
+        std::process::id(),
+        dashboards.file_name().unwrap().to_string_lossy()
+    ));
+    let run = Command::new("node")
+        .arg(format!("{ROOT}/tests/grafana/check.mjs"))
+        .arg(&out)
+        .arg(dashboards)
+        .output()
+        .expect("node (Node.js) must be installed");
+    let _ = std::fs::remove_dir_all(&out);
+    (
+        run.status.success(),
+        String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr),
+    )
+}
+
+/// Every dashboard type-checks against @grafana/schema: the model, each
+/// panel's options and field config, every override property. A copy with
+/// a wrong cell display mode and a misspelled option fails, naming both:
+/// the check can fail.
+#[test]
+fn dashboards_match_the_grafana_schema() {
+    let (ok, text) = grafana_schema_check(&Path::new(ROOT).join("dashboards"));
+    assert!(ok, "{text}");
+    assert!(text.contains("3 dashboards match"), "{text}");
+
+    let broken = std::env::temp_dir().join(format!("broken-dashboards-{}", std::process::id()));
+    std::fs::create_dir_all(&broken).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{ROOT}/dashboards/zookeeper-elections.json")).unwrap();
+    let text = text
+        .replacen("\"type\": \"color-text\"", "\"type\": \"colour-text\"", 1)
+        .replacen("\"showHeader\": true", "\"showHedaer\": true", 1);
+    std::fs::write(broken.join("zookeeper-elections.json"), text).unwrap();
+    let (ok, text) = grafana_schema_check(&broken);
+    let _ = std::fs::remove_dir_all(&broken);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("colour-text") && text.contains("showHedaer"),
+        "{text}"
+    );
+}

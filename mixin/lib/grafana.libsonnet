@@ -64,8 +64,57 @@ local layout(items) =
       options: {},
     } + extra,
 
-  // Merges the queries of a table panel into one row per series.
-  merge:: { transformations: [{ id: 'merge', options: {} }] },
+  // A table of instant queries merged into one row per series, showing only
+  // `columns`, in order: [field, title, properties] where field is a label
+  // name, or the letter of a query ('A', 'B', …) for that query's value;
+  // properties are Grafana field properties for the column ({ unit: … },
+  // { mappings: … }, { custom: { cellOptions: … } }). Every other field
+  // (Time, job, instance, __name__, values not listed) is left out, so no
+  // column reads "Value #A".
+  table(title, queries, columns, w=24, h=8, desc='', sortBy=null)::
+    local single = std.length(queries) == 1;
+    local field(c) =
+      if std.length(c[0]) == 1 then (if single then 'Value' else 'Value #' + c[0]) else c[0];
+    // Grafana names a plugin's own field options `custom.<option>`.
+    local properties(c) =
+      local p = if std.length(c) > 2 then c[2] else {};
+      [{ id: 'displayName', value: c[1] }]
+      + [{ id: key, value: p[key] } for key in std.objectFields(p) if key != 'custom']
+      + (if std.objectHas(p, 'custom') then [{ id: 'custom.' + key, value: p.custom[key] } for key in std.objectFields(p.custom)] else []);
+    self.panel('table', title, [[q, ''] for q in queries], w=w, h=h, desc=desc) {
+      transformations:
+        (if single then [] else [{ id: 'merge', options: {} }])
+        + [
+          { id: 'filterFieldsByName', options: { include: { names: [field(c) for c in columns] } } },
+          {
+            id: 'organize',
+            options: {
+              indexByName: { [field(columns[i])]: i for i in std.range(0, std.length(columns) - 1) },
+              excludeByName: {},
+              renameByName: {},
+            },
+          },
+        ],
+      fieldConfig: {
+        defaults: {},
+        overrides: [
+          { matcher: { id: 'byName', options: field(c) }, properties: properties(c) }
+          for c in columns
+        ],
+      },
+      options: {
+        frameIndex: 0,
+        showHeader: true,
+        cellHeight: 'sm',
+        sortBy: if sortBy == null then [] else [{ displayName: sortBy, desc: false }],
+      },
+    },
+
+  // Value mappings: each [value, text, color] pair shows `text` in `color`.
+  valueText(pairs):: [{
+    type: 'value',
+    options: { [pairs[i][0]]: { text: pairs[i][1], color: pairs[i][2], index: i } for i in std.range(0, std.length(pairs) - 1) },
+  }],
 
   // A multi-value variable listing the values of label `name` of `metric`.
   queryVariable(name, label, metric, selector)::
@@ -88,17 +137,16 @@ local layout(items) =
 
   dashboard(config, name, title, description, items, variables, annotations=[])::
     {
-      __inputs: [{
-        name: 'DS_PROMETHEUS',
-        label: 'Prometheus',
-        description: 'Prometheus scraping zk-election-exporter',
-        type: 'datasource',
-        pluginId: 'prometheus',
-        pluginName: 'Prometheus',
-      }],
+      // No __inputs: every panel reads the `datasource` variable, which
+      // provisioning and the import dialog both fill; an input nothing
+      // referred to only asked a question. schemaVersion 38 (tables'
+      // cellOptions) is Grafana 10.0's.
       __requires: [
-        { type: 'grafana', id: 'grafana', name: 'Grafana', version: '9.0.0' },
+        { type: 'grafana', id: 'grafana', name: 'Grafana', version: '10.0.0' },
         { type: 'datasource', id: 'prometheus', name: 'Prometheus', version: '1.0.0' },
+      ] + [
+        { type: 'panel', id: t, name: { stat: 'Stat', table: 'Table', timeseries: 'Time series', 'state-timeline': 'State timeline' }[t], version: '' }
+        for t in std.set([i.type for i in items if i.type != 'row'])
       ],
       title: title,
       uid: config.uidPrefix + name,
@@ -118,7 +166,6 @@ local layout(items) =
           type: 'datasource',
           query: 'prometheus',
           regex: config.datasourceRegex,
-          current: {},
           hide: 0,
           refresh: 1,
         }] + variables,
