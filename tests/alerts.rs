@@ -49,6 +49,55 @@ fn the_lease_alerts_pass_their_unit_tests() {
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
+/// The migration records (alerts/compat.rules.yml): rules written for other
+/// exporters fire and stay quiet on them as they did (docs/migrating.md).
+#[test]
+fn the_migration_records_serve_the_old_rules() {
+    let out = promtool(&["test", "rules", "alerts/tests/compat.rules.test.yml"]);
+    assert!(out.contains("SUCCESS"), "{out}");
+    // Each record reads families this agent documents (a typo would
+    // record nothing, silently).
+    let rules = std::fs::read_to_string(format!("{ROOT}/alerts/compat.rules.yml")).unwrap();
+    let docs = std::fs::read_to_string(format!("{ROOT}/docs/metrics.md")).unwrap();
+    let mut read = BTreeSet::new();
+    for expr in rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr: "))
+    {
+        let mut rest = expr;
+        while let Some(at) = rest.find("zookeeper_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            read.insert(name);
+        }
+    }
+    assert!(read.len() > 20, "{read:?}");
+    for name in &read {
+        // A summary's _sum and _count are documented with the summary.
+        let documented = std::iter::once(name.as_str())
+            .chain(
+                ["_sum", "_count"]
+                    .iter()
+                    .filter_map(|s| name.strip_suffix(s)),
+            )
+            .any(|n| docs.contains(&format!("`{n}`")));
+        assert!(documented, "{name} is not a documented family");
+    }
+    let migrating = std::fs::read_to_string(format!("{ROOT}/docs/migrating.md")).unwrap();
+    for record in rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+    {
+        assert!(
+            migrating.contains(&format!("`{record}`")),
+            "docs/migrating.md does not name the record {record}"
+        );
+    }
+}
+
 /// (alert, expression, annotation and label keys) from the rules file.
 fn alerts() -> Vec<(String, String, BTreeSet<String>)> {
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/zookeeper.rules.yml")).unwrap();

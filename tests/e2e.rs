@@ -30,6 +30,8 @@ fn dashboard_queries() -> Vec<(String, String, String)> {
                     .as_str()
                     .unwrap()
                     .replace("$__range", "1h")
+                    // Grafana's: at least four scrape intervals (1 s here).
+                    .replace("$__rate_interval", "15s")
                     .replace("$cluster", ".*")
                     .replace("$election", ".*")
                     .replace("$server", ".*")
