@@ -18,6 +18,9 @@ done
 # pip puts the binaries beside the interpreter; a pyenv shim may not exist yet.
 export PATH="$PATH:$pip_bin"
 hadolint Dockerfile
+# kubectl's kustomize (v3.7+, for components) builds the Kubernetes overlays
+# in tests/deploy.rs.
+command -v kubectl >/dev/null || echo "warning: kubectl is missing: tests/deploy.rs cannot build deploy/kube-prometheus-stack" >&2
 # From the npm registry: @grafana/schema and tsc for the dashboards' check
 # (tests/mixin.rs), pinned by tests/grafana/package-lock.json.
 [ -d tests/grafana/node_modules/@grafana/schema ] ||

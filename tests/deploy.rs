@@ -345,3 +345,69 @@ fn the_env_file_sets_nothing_the_agent_warns_about() {
         .unwrap();
     assert!(String::from_utf8_lossy(&old.stderr).contains("ignoring ZK_EXPORTER_*"));
 }
+
+/// `kubectl kustomize` of `dir` (relative to the repository), as documents.
+fn kustomize(dir: &str) -> Vec<Yaml> {
+    let out = Command::new("kubectl")
+        .args(["kustomize", dir])
+        .current_dir(ROOT)
+        .output()
+        .expect("kubectl (with kustomize) must be installed");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {dir}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    YamlLoader::load_from_str(&String::from_utf8_lossy(&out.stdout)).unwrap()
+}
+
+/// kube-prometheus-stack selects ServiceMonitors and PrometheusRules by
+/// its `release` label: the overlay adds it to those two and nothing else
+/// (selectors stay as they are), and the image is named in one place, the
+/// base's `images:`, which every container of the build uses.
+#[test]
+fn the_kube_prometheus_stack_overlay_labels_what_it_selects() {
+    let docs = kustomize("deploy/kube-prometheus-stack");
+    let mut labelled = Vec::new();
+    for doc in &docs {
+        let kind = doc["kind"].as_str().unwrap().to_owned();
+        let release = doc["metadata"]["labels"]["release"].as_str();
+        match kind.as_str() {
+            "ServiceMonitor" | "PrometheusRule" => {
+                assert_eq!(release, Some("kube-prometheus-stack"), "{kind}");
+                labelled.push(kind);
+            }
+            _ => assert_eq!(release, None, "{kind} gets no release label"),
+        }
+    }
+    labelled.sort();
+    assert_eq!(labelled, ["PrometheusRule", "ServiceMonitor"]);
+    // The base alone has no such label: the overlay is what adds it.
+    let base = kustomize("deploy/kubernetes");
+    assert!(
+        base.iter()
+            .all(|d| d["metadata"]["labels"]["release"].is_badvalue()),
+        "the base carries no release label"
+    );
+
+    let kustomization = yaml(&format!("{K8S}/kustomization.yaml"));
+    let entry = &kustomization["images"][0];
+    let want = format!(
+        "{}:{}",
+        entry["newName"].as_str().unwrap(),
+        entry["newTag"].as_str().unwrap()
+    );
+    let images: Vec<String> = docs
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("Deployment"))
+        .flat_map(|d| {
+            d["spec"]["template"]["spec"]["containers"]
+                .as_vec()
+                .unwrap()
+                .iter()
+                .map(|c| c["image"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(images, [want], "one image, from kustomization.yaml's images");
+}
