@@ -409,5 +409,9 @@ fn the_kube_prometheus_stack_overlay_labels_what_it_selects() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert_eq!(images, [want], "one image, from kustomization.yaml's images");
+    assert_eq!(
+        images,
+        [want],
+        "one image, from kustomization.yaml's images"
+    );
 }
