@@ -1,10 +1,20 @@
 # zk-election-exporter: multi-stage build, small non-root runtime image.
 #   docker build -t zk-election-exporter .
+# The bases are build arguments (BUILD_IMAGE, RUNTIME_IMAGE): where no
+# registry serves them, scripts/image.sh makes the runtime base with
+# debootstrap and builds with BINARY=prebuilt, which takes the binary cargo
+# built on the host (target/release/zk-election-exporter) instead of
+# compiling it in the image.
 #   docker run -p 9141:9141 zk-election-exporter --zk zk1:2181 --election '/wechat/bots/*'
 #   docker run -p 9141:9141 -v "$PWD/config.toml:/etc/zk-election-exporter/config.toml:ro" \
 #     -e ZK_EXPORTER_CONFIG=/etc/zk-election-exporter/config.toml zk-election-exporter
 
-FROM rust:1-slim-bookworm AS build
+ARG BUILD_IMAGE=rust:1-slim-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+# build: compile in the image; prebuilt: the host's release binary.
+ARG BINARY=build
+
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 # Dependencies first, so source edits do not rebuild them.
 COPY Cargo.toml Cargo.lock build.rs ./
@@ -18,13 +28,19 @@ COPY src ./src
 COPY benches ./benches
 RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin zk-election-exporter
 
-FROM debian:bookworm-slim
+FROM scratch AS prebuilt
+COPY target/release/zk-election-exporter /src/target/release/zk-election-exporter
+
+# hadolint ignore=DL3006
+FROM ${BINARY} AS binary
+
+FROM ${RUNTIME_IMAGE}
 # curl only serves the HEALTHCHECK.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates=20230311* curl=7.88.* \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exporter
-COPY --from=build /src/target/release/zk-election-exporter /usr/local/bin/zk-election-exporter
+COPY --from=binary /src/target/release/zk-election-exporter /usr/local/bin/zk-election-exporter
 USER 10001
 EXPOSE 9141
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \

@@ -7,6 +7,13 @@
 # Ctrl-C stops everything. DEMO_DURATION=60 stops after 60 s; PORT=9141,
 # ZK_PORT=2181, PROM_PORT=9090 and AM_PORT=9093 choose the ports.
 set -euo pipefail
+# Started in the background by a shell without job control (`scripts/demo.sh &`
+# in a script, nohup, CI), bash inherits SIGINT ignored and may not trap it:
+# `kill -INT <pid>` would do nothing. Start again with SIGINT at its default.
+if [ -z "${ZK_DEMO_SIGINT:-}" ] && [ -n "$(trap -p INT)" ]; then
+  export ZK_DEMO_SIGINT=1
+  exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_packages curl promtool alertmanager
@@ -24,13 +31,17 @@ cargo build --release --locked
 BIN=target/release/zk-election-exporter
 work=$(mktemp -d /tmp/zk-election-demo.XXXXXX)
 pids=()
+sleeper=
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}" $sleeper; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   echo "demo stopped; logs were in $work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# `kill -INT <pid>` reaches bash alone, not the sleep it waits on: waits are
+# `sleep & wait`, which a signal interrupts, so the trap runs at once.
+trap 'stopping=1; exit 130' INT TERM
+stopping=0
 
 mkdir -p "$work/data"
 cat > "$work/zoo.cfg" <<CFG
@@ -123,7 +134,8 @@ zk-election-exporter is running:
   status page:  http://127.0.0.1:$PORT/
   timeline:     http://127.0.0.1:$PORT/api/v1/events
   trees:        http://127.0.0.1:$PORT/api/v1/trees
-  Prometheus:   http://127.0.0.1:$PROM_PORT/alerts   (the shipped rules)
+  Prometheus:   http://127.0.0.1:$PROM_PORT/api/v1/alerts   (the shipped rules; Debian's
+                Prometheus has no web UI: /api/v1/rules, /api/v1/query?query=... answer)
   Alertmanager: http://127.0.0.1:$AM_PORT
 20 elections under /wechat/bots; a master is killed about every 3 s (closed or abandoned).
 3 node-style elections under /services/*/leader; a master is killed about every 10 s.
@@ -137,7 +149,11 @@ would stop it paging: exclude = ["/wechat/bots/bot_orphan"] under its [[clusters
 MSG
 show() {
   local m
-  m=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
+  # Ctrl-C reaches the whole process group: the exporter may be gone first.
+  m=$(curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null) || {
+    [ "$stopping" = 1 ] || echo "--- $(date +%T) the exporter does not answer (see $work/exporter.log)"
+    return 0
+  }
   echo "--- $(date +%T) masters (first 5 sequential elections, then the node-style ones):"
   grep '^zookeeper_election_master{' <<<"$m" | grep -v '/leader"' | head -5
   grep '^zookeeper_election_master{' <<<"$m" | grep '/leader"' 
@@ -153,7 +169,7 @@ show() {
       python3 -c 'import json,sys; print(", ".join(sorted({a["alertname"] for a in json.load(sys.stdin)["pushed_alerts"]})) or "none")' 2>/dev/null);" \
     "firing by the rules: $(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/alerts" 2>/dev/null |
       python3 -c 'import json,sys; print(", ".join(sorted({a["labels"]["alertname"] for a in json.load(sys.stdin)["data"]["alerts"] if a["state"] == "firing"})) or "none yet")' 2>/dev/null)"
-  echo "--- latest events: $(curl -fsS "http://127.0.0.1:$PORT/api/v1/events?limit=3" 2>/dev/null |
+  echo "--- latest switches: $(curl -fsS "http://127.0.0.1:$PORT/api/v1/events?kind=switch,masterless_started&limit=3" 2>/dev/null |
     python3 -c 'import json,sys; print("; ".join("%s %s %s->%s %s" % (e["at"][11:19], e.get("election", ""), (e.get("from") or {}).get("identity", ""), (e.get("to") or {}).get("identity", ""), e.get("cause") or "") for e in json.load(sys.stdin)["events"]) or "none yet")' 2>/dev/null)"
   echo "--- ZooKeeper: up=$(grep '^zookeeper_up{' <<<"$m" | awk '{print $2}')," \
     "role=$(grep '^zookeeper_server_state{' <<<"$m" | awk '$2==1 {print $1}' | sed 's/.*state="\([a-z_]*\)".*/\1/')," \
@@ -163,6 +179,8 @@ show
 end=$(( $(date +%s) + ${DEMO_DURATION:-999999999} ))
 echo "(Ctrl-C to stop; live figures every 10 s)"
 while [ "$(date +%s)" -lt "$end" ]; do
-  sleep 10
+  sleep 10 &
+  sleeper=$!
+  wait "$sleeper" || true
   show
 done

@@ -26,6 +26,14 @@ ensure_packages() {
       clickhouse) command -v clickhouse-server >/dev/null 2>&1 || missing+=(clickhouse-server) ;;
       # The lease tables' servers: PostgreSQL and MariaDB (setpriv runs
       # PostgreSQL as its own user when the tests run as root).
+      image)
+        # podman builds and runs OCI images without a daemon; runc because
+        # crun refuses this machine's hybrid cgroups; debootstrap makes the
+        # base image where no registry serves one.
+        command -v podman >/dev/null 2>&1 || missing+=(podman netavark aardvark-dns slirp4netns containernetworking-plugins)
+        command -v runc >/dev/null 2>&1 || missing+=(runc)
+        command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+        ;;
       databases)
         ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
         command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)

