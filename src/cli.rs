@@ -227,3 +227,58 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::candidate::{IdentityMode, OwnerPart};
+    use clap::CommandFactory;
+
+    /// Every identity mode is named in `--help` and in the configuration
+    /// reference: `--help` once listed four of seven. The match makes a new
+    /// mode a compile error here until it is listed.
+    #[test]
+    fn every_identity_mode_is_named_in_the_help_and_the_docs() {
+        let all = [
+            IdentityMode::Data,
+            IdentityMode::Node,
+            IdentityMode::parse("json:/a").unwrap(),
+            IdentityMode::parse("regex:(x)").unwrap(),
+            IdentityMode::parse("protobuf:1").unwrap(),
+            IdentityMode::Hbase,
+            IdentityMode::Hdfs,
+            IdentityMode::Flink,
+            IdentityMode::Owner(OwnerPart::Host),
+            IdentityMode::Owner(OwnerPart::Address),
+            IdentityMode::OwnerRecord,
+        ];
+        let help = Cli::command().render_long_help().to_string();
+        let docs = include_str!("../docs/configuration.md");
+        for mode in &all {
+            match mode {
+                IdentityMode::Data
+                | IdentityMode::Node
+                | IdentityMode::JsonPointer(_)
+                | IdentityMode::Regex(_)
+                | IdentityMode::Protobuf(_)
+                | IdentityMode::Hbase
+                | IdentityMode::Hdfs
+                | IdentityMode::Flink
+                | IdentityMode::Owner(_)
+                | IdentityMode::OwnerRecord => {}
+            }
+            let spec = mode.spec();
+            let name = spec.split_once(':').map_or(spec.as_str(), |(n, _)| n);
+            let shown = if spec.contains(':') {
+                format!("{name}:")
+            } else {
+                name.to_owned()
+            };
+            assert!(help.contains(&shown), "--help does not name {shown}");
+            assert!(
+                docs.contains(&format!("`\"{shown}")),
+                "docs/configuration.md does not name {shown}"
+            );
+        }
+    }
+}
