@@ -9,8 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases
+ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image
 ensure_pypi_systems
+[ -d tests/grafana/node_modules/@grafana/schema ] ||
+  npm ci --prefix tests/grafana --no-audit --no-fund --loglevel=error
 runs=${1:-5}
 shift || true
 load=${FLAKE_LOAD:-80}
