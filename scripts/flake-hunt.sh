@@ -11,8 +11,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image
 ensure_pypi_systems
-[ -d tests/grafana/node_modules/@grafana/schema ] ||
-  npm ci --prefix tests/grafana --no-audit --no-fund --loglevel=error
+ensure_npm_tools
 runs=${1:-5}
 shift || true
 load=${FLAKE_LOAD:-80}

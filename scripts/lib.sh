@@ -62,3 +62,10 @@ ensure_pypi_systems() {
     python3 -m pip install --quiet --disable-pip-version-check --no-deps "${spec#*:}"
   done
 }
+
+# From the npm registry: @grafana/schema and tsc for the dashboards' check
+# (tests/mixin.rs), pinned by tests/grafana/package-lock.json.
+ensure_npm_tools() {
+  [ -d tests/grafana/node_modules/@grafana/schema ] ||
+    npm ci --prefix tests/grafana --no-audit --no-fund --loglevel=error
+}

@@ -21,10 +21,7 @@ hadolint Dockerfile
 # kubectl's kustomize (v3.7+, for components) builds the Kubernetes overlays
 # in tests/deploy.rs.
 command -v kubectl >/dev/null || echo "warning: kubectl is missing: tests/deploy.rs cannot build deploy/kube-prometheus-stack" >&2
-# From the npm registry: @grafana/schema and tsc for the dashboards' check
-# (tests/mixin.rs), pinned by tests/grafana/package-lock.json.
-[ -d tests/grafana/node_modules/@grafana/schema ] ||
-  npm ci --prefix tests/grafana --no-audit --no-fund --loglevel=error
+ensure_npm_tools
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
