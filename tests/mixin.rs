@@ -57,6 +57,7 @@ fn committed_files_are_the_mixins_output() {
         "differ from a fresh generation (run scripts/generate.sh): {stale:?}"
     );
     let expected: BTreeSet<String> = [
+        "alerts/compat.rules.yml",
         "alerts/inhibit_rules.yml",
         "alerts/zookeeper.rules.yml",
         "dashboards/zookeeper-elections.json",
