@@ -367,6 +367,36 @@ async fn lock_churn_keeps_switches_and_a_switch_after_a_gap_has_its_cause() {
         }
     });
 
+    // How far back each ring reaches, as /metrics says it.
+    let m = exporter.metrics().unwrap();
+    let entries = |class: &str| {
+        m.get(
+            "zookeeper_exporter_timeline_entries",
+            &[("cluster", "test"), ("class", class)],
+        )
+    };
+    assert_eq!(entries("locks"), Some(5.0), "the lock ring is full");
+    assert!(
+        entries("elections").is_some_and(|n| (3.0..=5.0).contains(&n)),
+        "masterless started and ended, the switch: {:?}",
+        entries("elections")
+    );
+    let oldest = m
+        .get(
+            "zookeeper_exporter_timeline_oldest_timestamp_seconds",
+            &[("cluster", "test"), ("class", "elections")],
+        )
+        .expect("the elections ring is not empty");
+    let switched = humantime::parse_rfc3339(switch["at"].as_str().unwrap()).unwrap();
+    let switched = switched
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        oldest <= switched && oldest > switched - 600.0,
+        "oldest {oldest}, switch {switched}"
+    );
+
     // The switch is still there, with the cause of a's going.
     let switches = events(exporter.port, "kind=switch");
     assert_eq!(

@@ -44,6 +44,48 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
     )
 }
 
+/// How far back each cluster's timeline reaches, per ring: whether
+/// `/api/v1/events` can still answer "who was master at 03:12".
+pub(super) fn encode_timeline(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
+    use crate::model::timeline::Class;
+    family(
+        enc,
+        names::EXPORTER_TIMELINE_ENTRIES,
+        "Timeline entries kept, per class of entries (elections, locks, members, session), each a ring of timeline_size.",
+        MetricType::Gauge,
+        |m| {
+            for c in s.clusters {
+                for class in Class::ALL {
+                    let l = Labels::new("cluster", c.name.as_str()).with("class", class.label());
+                    gauge(m, &l, c.timeline.reach(class).0 as f64)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    family(
+        enc,
+        names::EXPORTER_TIMELINE_OLDEST,
+        "When the oldest entry kept of each class happened (Unix seconds): the history of that class reaches back to here. Absent for an empty ring.",
+        MetricType::Gauge,
+        |m| {
+            for c in s.clusters {
+                for class in Class::ALL {
+                    let Some(at) = c.timeline.reach(class).1 else {
+                        continue;
+                    };
+                    let secs = at
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0.0, |d| d.as_secs_f64());
+                    let l = Labels::new("cluster", c.name.as_str()).with("class", class.label());
+                    gauge(m, &l, secs)?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
 pub(super) fn encode_build_info(enc: &mut DescriptorEncoder, _: &Scrape) -> fmt::Result {
     family(
         enc,

@@ -201,7 +201,7 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
 /// Every encoder, in exposition order. The `mntr` section is written apart
 /// (see [`Exposition::render`]).
-const ENCODERS: [Encode; 15] = [
+const ENCODERS: [Encode; 16] = [
     elections::encode_elections,
     lease::encode_leases,
     ghost::encode_ghosts,
@@ -216,6 +216,7 @@ const ENCODERS: [Encode; 15] = [
     ensemble::encode_ensemble_totals,
     discovery::encode_discovery,
     exporter::encode_series_dropped,
+    exporter::encode_timeline,
     exporter::encode_build_info,
 ];
 

@@ -82,6 +82,8 @@ pub const ENSEMBLE_ZXID_SPREAD: &str = "zookeeper_ensemble_zxid_spread";
 pub const EXPORTER_SERIES_DROPPED: &str = "zookeeper_exporter_series_dropped";
 pub const EXPORTER_ELECTIONS_EXPORTED: &str = "zookeeper_exporter_elections_exported";
 pub const EXPORTER_BUILD_INFO: &str = "zookeeper_exporter_build_info";
+pub const EXPORTER_TIMELINE_ENTRIES: &str = "zookeeper_exporter_timeline_entries";
+pub const EXPORTER_TIMELINE_OLDEST: &str = "zookeeper_exporter_timeline_oldest_timestamp_seconds";
 pub const CONFIG_LAST_RELOAD_SUCCESSFUL: &str = "zookeeper_exporter_config_last_reload_successful";
 pub const CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP: &str =
     "zookeeper_exporter_config_last_reload_success_timestamp_seconds";
@@ -223,6 +225,8 @@ pub const ALL: &[&str] = &[
     ENSEMBLE_ZXID_SPREAD,
     EXPORTER_SERIES_DROPPED,
     EXPORTER_ELECTIONS_EXPORTED,
+    EXPORTER_TIMELINE_ENTRIES,
+    EXPORTER_TIMELINE_OLDEST,
     EXPORTER_BUILD_INFO,
     CONFIG_LAST_RELOAD_SUCCESSFUL,
     CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP,
