@@ -87,9 +87,14 @@ async fn kafka_controller_failovers_are_counted_once_each() {
     let broker1 = client(&zk.address()).await;
     become_controller(&broker1, &root, 1).await;
     let exporter = Exporter::start(&config(&proxy.address(), &root));
+    // The standbys come from another tree (brokers/ids), which may sync a
+    // scrape after the controller's: wait for both, assert what was waited.
     let m = exporter
-        .until("broker 1 is controller", T, |m| {
+        .until("broker 1 is controller, its standbys read", T, |m| {
             controller(m).as_deref() == Some("1")
+                && m.get("zookeeper_election_candidates", &labels()).is_some()
+                && m.get("zookeeper_group_members", &[("group", "/brokers/ids")])
+                    .is_some()
         })
         .await;
     assert_eq!(m.get("zookeeper_election_has_master", &labels()), Some(1.0));
