@@ -18,6 +18,8 @@ FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 # Dependencies first, so source edits do not rebuild them.
 COPY Cargo.toml Cargo.lock build.rs ./
+# The patched ZooKeeper client (vendor/zookeeper-client/PATCHED.md).
+COPY vendor ./vendor
 RUN mkdir -p src benches \
     && echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs benches/render.rs benches/zookeeper.rs benches/cons.rs \
