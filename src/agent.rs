@@ -158,6 +158,13 @@ async fn reload(
     reloads: &ReloadStats,
 ) -> Result<String, String> {
     match loader() {
+        Ok(next) if next.kerberos != current.kerberos => {
+            reloads.failed();
+            let e = "the Kerberos identity (principal, keytab or credential cache, krb5_conf) is \
+                     set up for the process at start: restart the agent to change it";
+            warn!("configuration reload refused, nothing changed: {e}");
+            Err(e.to_owned())
+        }
         Ok(next) => {
             let done = agent.apply(current, &next).await;
             // [web] stays as started (read at start only), so every later

@@ -29,6 +29,15 @@ fn main() -> ExitCode {
             "raised the soft limit of open files to the hard limit"
         );
     }
+    // The exporter's configuration is read before the runtime starts its
+    // threads: Kerberos is set up through the process environment.
+    let config = match cli.command {
+        None => match load_and_prepare(&cli) {
+            Ok(c) => Some(c),
+            Err(code) => return code,
+        },
+        Some(_) => None,
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -39,8 +48,28 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Simulate(ref args)) => runtime.block_on(simulate::run(args.clone())),
         Some(Command::CheckConfig(ref args)) => check_config(args),
-        None => runtime.block_on(run_exporter(&cli)),
+        None => match config {
+            Some(config) => runtime.block_on(run_exporter(&cli, config)),
+            None => ExitCode::FAILURE,
+        },
     }
+}
+
+/// Loads the configuration and points GSSAPI at its Kerberos identity.
+fn load_and_prepare(cli: &Cli) -> Result<config::Config, ExitCode> {
+    let config = config::load(&cli.args.overrides(), std::env::vars()).map_err(|e| {
+        eprintln!("zk-election-exporter: configuration error: {e}");
+        ExitCode::from(2)
+    })?;
+    if let Some(identity) = &config.kerberos {
+        // SAFETY: no thread but this one runs yet (the runtime starts
+        // after), so nothing reads the environment meanwhile.
+        let env = unsafe { zk_election_exporter::sources::kerberos::prepare_process(identity) };
+        for (name, value) in env {
+            tracing::info!(%name, %value, "Kerberos: set for GSSAPI");
+        }
+    }
+    Ok(config)
 }
 
 /// `check-config`: what a start would load, or why it would not start.
@@ -58,15 +87,8 @@ fn check_config(args: &zk_election_exporter::cli::ConfigArgs) -> ExitCode {
     }
 }
 
-async fn run_exporter(cli: &Cli) -> ExitCode {
+async fn run_exporter(cli: &Cli, config: config::Config) -> ExitCode {
     let overrides = cli.args.overrides();
-    let config = match config::load(&overrides, std::env::vars()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("zk-election-exporter: configuration error: {e}");
-            return ExitCode::from(2);
-        }
-    };
     // A reload reads what a start reads: the same file, environment, flags.
     let loader = Box::new(move || config::load(&overrides, std::env::vars()));
     match agent::run(config, loader, shutdown_signal()).await {

@@ -60,6 +60,11 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
     model.timeline = crate::model::timeline::Timeline::new(cluster.timeline_size);
     model.discovery = cluster.discovery.enabled.then(Default::default);
     model.probe = cluster.probe.is_some().then(Default::default);
+    model.kerberos = cluster
+        .auth
+        .as_ref()
+        .and_then(crate::config::Auth::kerberos)
+        .map(|_| Default::default());
     model
 }
 

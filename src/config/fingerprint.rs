@@ -22,8 +22,8 @@ fn of(debug: &impl std::fmt::Debug, secrets: impl FnOnce(&mut DefaultHasher)) ->
 impl ClusterConfig {
     pub fn fingerprint(&self) -> u64 {
         of(self, |h| {
-            if let Some(auth) = &self.auth {
-                auth.credentials.expose().hash(h);
+            if let Some(super::Auth::Password(p)) = &self.auth {
+                p.credentials.expose().hash(h);
             }
             if let Some(tls) = &self.tls {
                 tls.hash_material(h);

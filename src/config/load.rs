@@ -302,6 +302,12 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         }
         clusters.push(cluster);
     }
+    let kerberos = super::kerberos::shared_identity(clusters.iter().enumerate().map(|(i, c)| {
+        (
+            format!("clusters[{i}]"),
+            c.auth.as_ref().and_then(super::Auth::kerberos),
+        )
+    }))?;
     Ok(Config {
         web: WebConfig {
             listen_address,
@@ -311,6 +317,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         },
         clusters,
         alerting,
+        kerberos,
     })
 }
 

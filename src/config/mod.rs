@@ -85,6 +85,9 @@ pub struct Config {
     pub clusters: Vec<ClusterConfig>,
     /// `[alerting]`: push the agent's own alerts; `None` when not set.
     pub alerting: Option<alerting::AlertingConfig>,
+    /// The one Kerberos identity of the clusters that use GSSAPI, set up
+    /// for the process at start ([`kerberos::KerberosIdentity`]).
+    pub kerberos: Option<kerberos::KerberosIdentity>,
 }
 
 #[derive(Debug, Clone)]
@@ -251,16 +254,54 @@ impl ClusterConfig {
     }
 }
 
+/// How the agent authenticates to a cluster.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// A user and password: `addauth digest` or SASL DIGEST-MD5.
+    Password(PasswordAuth),
+    /// SASL GSSAPI: a Kerberos principal and its ticket.
+    Kerberos(kerberos::Kerberos),
+}
+
+impl Auth {
+    /// What the session presents, for messages: "digest", "SASL GSSAPI", …
+    pub fn label(&self) -> &'static str {
+        match self {
+            Auth::Password(p) => p.scheme.label(),
+            Auth::Kerberos(_) => "SASL GSSAPI (Kerberos)",
+        }
+    }
+
+    /// Where the credentials come from, for messages (never the secret).
+    pub fn origin(&self) -> String {
+        match self {
+            Auth::Password(p) => p.origin.clone(),
+            Auth::Kerberos(k) => format!(
+                "principal {} with {}",
+                k.identity.principal_label(),
+                k.identity.source_label()
+            ),
+        }
+    }
+
+    pub fn kerberos(&self) -> Option<&kerberos::Kerberos> {
+        match self {
+            Auth::Kerberos(k) => Some(k),
+            Auth::Password(_) => None,
+        }
+    }
+}
+
 /// Credentials (`user:password`) and how they are presented.
 #[derive(Debug, Clone)]
-pub struct Auth {
+pub struct PasswordAuth {
     pub scheme: AuthScheme,
     pub credentials: Secret,
     /// Where they came from, for messages: `credentials` or a file path.
     pub origin: String,
 }
 
-impl Auth {
+impl PasswordAuth {
     /// User and password.
     pub fn user_password(&self) -> (&str, &str) {
         self.credentials
@@ -270,7 +311,7 @@ impl Auth {
     }
 }
 
-/// How credentials reach ZooKeeper.
+/// How a user and password reach ZooKeeper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthScheme {
     /// `addauth digest user:password` after connecting (ACL `digest:`).
@@ -326,6 +367,7 @@ pub struct Overrides {
 pub mod alerting;
 mod cluster;
 mod fingerprint;
+pub mod kerberos;
 mod lease;
 pub use lease::{Dialect, LeaseSource};
 mod load;

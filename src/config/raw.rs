@@ -156,6 +156,12 @@ pub(super) struct RawAuth {
     pub(super) mechanism: Option<String>,
     pub(super) credentials: Option<Secret>,
     pub(super) credentials_file: Option<PathBuf>,
+    pub(super) principal: Option<String>,
+    pub(super) keytab: Option<PathBuf>,
+    pub(super) credential_cache: Option<String>,
+    pub(super) krb5_conf: Option<PathBuf>,
+    pub(super) service_name: Option<String>,
+    pub(super) server_name: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -10,8 +10,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::alerting::{AlertingConfig, AlertmanagerTarget};
+use super::kerberos::TicketSource;
 use super::{
-    AuthScheme, ClusterConfig, Config, ConsInterval, DiscoveryConfig, ElectionConfig,
+    Auth, AuthScheme, ClusterConfig, Config, ConsInterval, DiscoveryConfig, ElectionConfig,
     FourLetterWordsConfig, GhostCheckConfig, GroupConfig, LockConfig, WatchMode, WebConfig,
 };
 use crate::model::election_tree::Style;
@@ -146,17 +147,42 @@ fn cluster(o: &mut String, cl: &ClusterConfig) {
 
 /// Credentials and TLS: files named, inline secrets masked.
 fn connection(o: &mut String, cl: &ClusterConfig) {
-    if let Some(a) = &cl.auth {
-        let scheme = match a.scheme {
-            AuthScheme::Digest => "digest",
-            AuthScheme::SaslDigestMd5 => "sasl",
-        };
-        let credentials = if a.origin == "credentials" {
-            "credentials = \"<redacted>\"".to_owned()
-        } else {
-            format!("credentials_file = {}", q(&a.origin))
-        };
-        let _ = writeln!(o, "auth = {{ scheme = {}, {credentials} }}", q(scheme));
+    match &cl.auth {
+        Some(Auth::Password(a)) => {
+            let scheme = match a.scheme {
+                AuthScheme::Digest => "digest",
+                AuthScheme::SaslDigestMd5 => "sasl",
+            };
+            let credentials = if a.origin == "credentials" {
+                "credentials = \"<redacted>\"".to_owned()
+            } else {
+                format!("credentials_file = {}", q(&a.origin))
+            };
+            let _ = writeln!(o, "auth = {{ scheme = {}, {credentials} }}", q(scheme));
+        }
+        Some(Auth::Kerberos(k)) => {
+            let mut parts = vec!["scheme = \"sasl\", mechanism = \"GSSAPI\"".to_owned()];
+            let id = &k.identity;
+            if let Some(p) = &id.principal {
+                parts.push(format!("principal = {}", q(p)));
+            }
+            match &id.source {
+                TicketSource::Keytab(p) => {
+                    parts.push(format!("keytab = {}", q(&p.display().to_string())));
+                }
+                TicketSource::Cache(c) => parts.push(format!("credential_cache = {}", q(c))),
+                TicketSource::Environment => {}
+            }
+            if let Some(p) = &id.krb5_conf {
+                parts.push(format!("krb5_conf = {}", q(&p.display().to_string())));
+            }
+            parts.push(format!("service_name = {}", q(&k.service_name)));
+            if let Some(s) = &k.server_name {
+                parts.push(format!("server_name = {}", q(s)));
+            }
+            let _ = writeln!(o, "auth = {{ {} }}", parts.join(", "));
+        }
+        None => {}
     }
     if let Some(t) = &cl.tls {
         let mut fields = vec![format!("ca_file = {}", p(&t.ca_file))];

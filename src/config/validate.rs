@@ -256,15 +256,12 @@ pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<Auth, ConfigError> 
         }
         ("sasl", None | Some("DIGEST-MD5")) => AuthScheme::SaslDigestMd5,
         ("sasl", Some("GSSAPI")) => {
-            return Err(ConfigError::new(
-                format!("{key}.mechanism"),
-                "Kerberos (GSSAPI) is not supported; use DIGEST-MD5, digest or TLS client certificates",
-            ));
+            return kerberos::validate(key, a, kerberos::BUILT_WITH_KERBEROS).map(Auth::Kerberos);
         }
         ("sasl", Some(other)) => {
             return Err(ConfigError::new(
                 format!("{key}.mechanism"),
-                format!("`{other}` is not supported; only \"DIGEST-MD5\" is"),
+                format!("`{other}` is not supported; \"DIGEST-MD5\" or \"GSSAPI\""),
             ));
         }
         (other, _) => {
@@ -274,6 +271,12 @@ pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<Auth, ConfigError> 
             ));
         }
     };
+    if let Some(k) = kerberos::gssapi_keys(&a).first() {
+        return Err(ConfigError::new(
+            format!("{key}.{k}"),
+            "applies to mechanism = \"GSSAPI\" only",
+        ));
+    }
     let (credentials, origin) = match (a.credentials, a.credentials_file) {
         (Some(_), Some(_)) => {
             return Err(ConfigError::new(
@@ -310,9 +313,9 @@ pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<Auth, ConfigError> 
             ));
         }
     }
-    Ok(Auth {
+    Ok(Auth::Password(PasswordAuth {
         scheme,
         credentials,
         origin,
-    })
+    }))
 }

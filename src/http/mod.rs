@@ -281,7 +281,9 @@ async fn reload(State(state): State<AppState>) -> Response {
     }
 }
 
-/// What works but not fully: lease sources that give no reading. The
+/// What works but not fully: lease sources that give no reading, a
+/// Kerberos ticket the agent could not renew while its session still
+/// runs (it needs one only at the next reconnect). The
 /// agent still reports ZooKeeper's truth, so it stays ready (a readiness
 /// failure would take it out of the scrape's endpoints); `/ready` names
 /// them so that whoever looks sees why split brain cannot be judged.
@@ -296,6 +298,13 @@ pub fn degraded_reasons(clusters: &[SharedCluster]) -> Vec<String> {
                         c.name, lease.tree
                     ));
                 }
+            }
+            // Without a session, the failure is already the session's
+            // reason on the not-ready list.
+            if let Some((failure, _)) = c.kerberos.as_ref().and_then(|k| k.failing.as_ref())
+                && c.session.is_connected()
+            {
+                reasons.push(format!("cluster {}: {}", c.name, failure.message));
             }
         });
     }

@@ -15,6 +15,7 @@ mod exporter;
 mod fourlw;
 mod ghost;
 mod groups;
+mod kerberos;
 mod lease;
 mod locks;
 pub mod mntr;
@@ -201,7 +202,7 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
 /// Every encoder, in exposition order. The `mntr` section is written apart
 /// (see [`Exposition::render`]).
-const ENCODERS: [Encode; 16] = [
+const ENCODERS: [Encode; 17] = [
     elections::encode_elections,
     lease::encode_leases,
     ghost::encode_ghosts,
@@ -210,6 +211,7 @@ const ENCODERS: [Encode; 16] = [
     groups::encode_groups,
     locks::encode_locks,
     session::encode_sessions,
+    kerberos::encode_kerberos,
     ensemble::encode_ensembles,
     ensemble::encode_optional_commands,
     fourlw::encode_fourlw_health,

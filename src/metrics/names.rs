@@ -132,6 +132,15 @@ pub const SESSION_CONNECT_FAILURES: &str = "zookeeper_session_connect_failures";
 pub const SESSION_TIMEOUT_SECONDS: &str = "zookeeper_session_timeout_seconds";
 pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_duration_seconds";
 
+// kerberos.rs
+pub const KERBEROS_TICKET_OK: &str = "zookeeper_session_kerberos_ticket_ok";
+pub const KERBEROS_TICKET_EXPIRY: &str =
+    "zookeeper_session_kerberos_ticket_expiry_timestamp_seconds";
+pub const KERBEROS_LAST_CHECK_SUCCESS: &str =
+    "zookeeper_session_kerberos_last_success_timestamp_seconds";
+pub const KERBEROS_RENEWALS: &str = "zookeeper_session_kerberos_ticket_renewals";
+pub const KERBEROS_ERRORS: &str = "zookeeper_session_kerberos_errors";
+
 // trees.rs
 pub const TREE_SYNCED: &str = "zookeeper_tree_synced";
 pub const TREE_ELECTIONS: &str = "zookeeper_tree_elections";

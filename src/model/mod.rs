@@ -15,6 +15,7 @@ pub mod ghost;
 pub mod ghost_flags;
 pub mod groups;
 pub mod histogram;
+pub mod kerberos;
 pub mod lease;
 pub mod locks;
 pub mod now;

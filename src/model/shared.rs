@@ -106,6 +106,34 @@ impl SharedCluster {
         self.write().session_ended(state, error);
     }
 
+    /// A Kerberos check found a ticket valid until `expires`; `unusable`
+    /// are the servers whose service ticket failed (reported, not fatal).
+    /// Returns the failures that begin now, to log once.
+    pub fn kerberos_succeeded(
+        &self,
+        expires: std::time::SystemTime,
+        unusable: Vec<super::kerberos::Failure>,
+        now: std::time::SystemTime,
+    ) -> Vec<super::kerberos::Failure> {
+        self.write()
+            .kerberos
+            .as_mut()
+            .map(|k| k.succeeded(expires, unusable, now))
+            .unwrap_or_default()
+    }
+
+    /// A Kerberos check failed; whether the failure begins now (log once).
+    pub fn kerberos_failed(
+        &self,
+        failure: super::kerberos::Failure,
+        now: std::time::SystemTime,
+    ) -> bool {
+        self.write()
+            .kerberos
+            .as_mut()
+            .is_some_and(|k| k.failed(failure, now))
+    }
+
     /// One request round trip of the agent's session (`op`: read,
     /// multi_read, write).
     pub fn request_observed(&self, op: &'static str, took: Duration) {

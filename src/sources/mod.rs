@@ -4,6 +4,7 @@
 
 pub mod discovery;
 pub mod fourlw;
+pub mod kerberos;
 pub mod lease;
 pub mod probe;
 pub mod zk;

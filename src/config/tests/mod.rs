@@ -298,10 +298,10 @@ fn credentials_file_is_read_and_trimmed() {
         creds.path().display()
     );
     let c = load_file(&toml, &[]).unwrap();
-    assert_eq!(
-        c.clusters[0].auth.as_ref().unwrap().credentials.expose(),
-        "bob:pw"
-    );
+    let Some(Auth::Password(auth)) = &c.clusters[0].auth else {
+        panic!("a password: {:?}", c.clusters[0].auth);
+    };
+    assert_eq!(auth.credentials.expose(), "bob:pw");
 }
 
 /// The config crate reads `a[N]` in a top-level key or variable name as an

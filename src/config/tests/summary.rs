@@ -179,3 +179,38 @@ fn every_known_system_expands_into_trees_that_load_back_the_same() {
         }
     }
 }
+
+/// A Kerberos cluster prints its principal, keytab, krb5.conf and the
+/// servers' principal, and loads back the same.
+#[test]
+fn a_kerberos_cluster_is_printed_and_loads_back_the_same() {
+    let keytab = file("not a real keytab");
+    let krb5 = file("[libdefaults]\n");
+    let toml = format!(
+        "[[clusters]]\nservers = [\"zk1:2181\"]\n[clusters.auth]\nscheme = \"sasl\"\nmechanism = \"GSSAPI\"\n\
+         principal = \"agent@EXAMPLE.COM\"\nkeytab = \"{}\"\nkrb5_conf = \"{}\"\nserver_name = \"zk.example.com\"\n\
+         [[clusters]]\nname = \"other\"\nservers = [\"zk9:2181\"]\n[clusters.auth]\nscheme = \"sasl\"\nmechanism = \"GSSAPI\"\n\
+         principal = \"agent@EXAMPLE.COM\"\nkeytab = \"{0}\"\nkrb5_conf = \"{1}\"\nservice_name = \"zk\"\n",
+        keytab.path().display(),
+        krb5.path().display()
+    );
+    let c = load_file(&toml, &[]).unwrap();
+    let printed = round_trip(&c);
+    assert!(
+        printed.contains(&format!(
+            "auth = {{ scheme = \"sasl\", mechanism = \"GSSAPI\", principal = \"agent@EXAMPLE.COM\", keytab = \"{}\"",
+            keytab.path().display()
+        )),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("server_name = \"zk.example.com\""),
+        "{printed}"
+    );
+    assert!(printed.contains("service_name = \"zk\""), "{printed}");
+    assert_eq!(
+        c.kerberos.unwrap().principal.as_deref(),
+        Some("agent@EXAMPLE.COM"),
+        "one identity for both clusters"
+    );
+}

@@ -41,6 +41,8 @@ pub struct ClusterState {
     pub parent_watchers: Option<BTreeMap<String, usize>>,
     /// Failover probe figures; `None` unless `[clusters.probe]` is set.
     pub probe: Option<ProbeStats>,
+    /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
+    pub kerberos: Option<super::kerberos::Credentials>,
 }
 
 /// What the failover probe measured.
@@ -147,6 +149,7 @@ impl ClusterState {
             timeline: Default::default(),
             parent_watchers: None,
             probe: None,
+            kerberos: None,
         }
     }
 
@@ -158,6 +161,9 @@ impl ClusterState {
         self.trees = carry::trees(old.trees, configured, keep_found, carry::Session::New);
         self.timeline = old.timeline;
         self.session = old.session;
+        if self.kerberos.is_some() {
+            self.kerberos = old.kerberos.or(self.kerberos.take());
+        }
         if let (Some(new), Some(earlier)) = (&mut self.ensemble, &old.ensemble) {
             new.follow(earlier.generation());
         }

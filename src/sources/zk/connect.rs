@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use zookeeper_client::Client;
 
-use crate::config::{AuthScheme, ClusterConfig};
+use crate::config::kerberos::Kerberos;
+use crate::config::{Auth, AuthScheme, ClusterConfig};
 use crate::model::tree::TreePattern;
 
 const BACKOFF_START: Duration = Duration::from_millis(250);
@@ -79,13 +80,21 @@ pub fn describe_connect_error(cfg: &ClusterConfig, e: &zookeeper_client::Error) 
             format!("no session established with [{servers}] within the session timeout")
         }
         zookeeper_client::Error::AuthFailed => match &cfg.auth {
+            Some(Auth::Kerberos(k)) => format!(
+                "[{servers}] refused the agent's Kerberos ticket for {} ({}): see the servers' log (their keytab and principal, their clock against the KDC's)",
+                k.service_for(cfg.servers.first().map_or("", String::as_str)),
+                cfg.auth.as_ref().map(Auth::origin).unwrap_or_default()
+            ),
             Some(a) => format!(
                 "authentication to [{servers}] failed with the {} credentials from {}",
-                a.scheme.label(),
-                a.origin
+                a.label(),
+                a.origin()
+            ),
+            None if cfg.tls.is_some() => format!(
+                "[{servers}] refused the session: it requires authentication (a TLS client certificate it accepts, or SASL when enforce.auth.enabled / sessionRequireClientSASLAuth is set); check tls or configure [clusters.auth]"
             ),
             None => format!(
-                "[{servers}] refused the session's authentication (a TLS client certificate?)"
+                "[{servers}] refused the session: it requires authentication (enforce.auth.enabled or sessionRequireClientSASLAuth on the servers); configure [clusters.auth] (SASL GSSAPI for Kerberos, DIGEST-MD5)"
             ),
         },
         other => format!("cannot connect to [{servers}]: {other}"),
@@ -104,9 +113,9 @@ pub fn describe_sync_error(
             pattern.root(),
             match &cfg.auth {
                 Some(a) => format!(
-                    "check the {} credentials from {}",
-                    a.scheme.label(),
-                    a.origin
+                    "check the {} credentials from {} and that its ACL grants them read",
+                    a.label(),
+                    a.origin()
                 ),
                 None => "configure `auth` for this cluster".to_owned(),
             }
@@ -135,19 +144,23 @@ pub async fn dial(
     connector = connector
         .with_session_timeout(cfg.session_timeout)
         .with_fail_eagerly();
-    if let Some(auth) = &cfg.auth {
-        connector = match auth.scheme {
-            AuthScheme::Digest => {
-                connector.with_auth("digest", auth.credentials.expose().as_bytes())
-            }
-            AuthScheme::SaslDigestMd5 => {
-                let (user, password) = auth.user_password();
-                connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(
-                    user.to_owned(),
-                    password.to_owned(),
-                ))
-            }
-        };
+    match &cfg.auth {
+        Some(Auth::Password(auth)) => {
+            connector = match auth.scheme {
+                AuthScheme::Digest => {
+                    connector.with_auth("digest", auth.credentials.expose().as_bytes())
+                }
+                AuthScheme::SaslDigestMd5 => {
+                    let (user, password) = auth.user_password();
+                    connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(
+                        user.to_owned(),
+                        password.to_owned(),
+                    ))
+                }
+            };
+        }
+        Some(Auth::Kerberos(k)) => connector = with_kerberos(connector, k)?,
+        None => {}
     }
     match &cfg.tls {
         Some(tls) => {
@@ -163,4 +176,29 @@ pub async fn dial(
         }
         None => connector.connect(&cfg.connect_string()).await,
     }
+}
+
+/// GSSAPI with the servers' principal: `service_name` and, when set,
+/// `server_name` for its host (else each server's host as dialled).
+#[cfg(feature = "kerberos")]
+fn with_kerberos(
+    connector: zookeeper_client::Connector,
+    k: &Kerberos,
+) -> Result<zookeeper_client::Connector, zookeeper_client::Error> {
+    let mut options = zookeeper_client::SaslOptions::gssapi().with_username(k.service_name.clone());
+    if let Some(host) = &k.server_name {
+        options = options.with_hostname(host.clone());
+    }
+    Ok(connector.with_sasl(options))
+}
+
+/// Never reached: configuration refuses GSSAPI in a build without it.
+#[cfg(not(feature = "kerberos"))]
+fn with_kerberos(
+    _connector: zookeeper_client::Connector,
+    _k: &Kerberos,
+) -> Result<zookeeper_client::Connector, zookeeper_client::Error> {
+    Err(zookeeper_client::Error::BadArguments(
+        &"this build has no Kerberos support",
+    ))
 }

@@ -13,6 +13,13 @@ use crate::model::SharedCluster;
 use crate::model::carry::TreePlan;
 use crate::model::session::SessionState;
 
+/// Why no client was built.
+enum Refused {
+    /// The agent has no usable Kerberos ticket (explained).
+    Kerberos(String),
+    Zk(zookeeper_client::Error),
+}
+
 /// Runs the cluster until `shutdown` flips to true. Never returns early on
 /// ZooKeeper trouble: every failure is recorded and retried.
 pub async fn run_cluster(
@@ -28,7 +35,12 @@ pub async fn run_cluster(
             return;
         }
         state.session_ended(SessionState::Connecting, None);
-        let connecting = connect(&cfg);
+        let connecting = async {
+            match crate::sources::kerberos::before_connect(&cfg, &state).await {
+                Ok(()) => connect(&cfg).await.map_err(Refused::Zk),
+                Err(why) => Err(Refused::Kerberos(why)),
+            }
+        };
         tokio::pin!(connecting);
         let connected = loop {
             tokio::select! {
@@ -45,15 +57,23 @@ pub async fn run_cluster(
                     info!(cluster = %cfg.name, servers = %cfg.connect_string(), "connected to ZooKeeper");
                 }
                 backoff.reset();
-                let end = Session::new(&cfg, client, state.clone())
-                    .run(&mut shutdown, &mut plans)
-                    .await;
+                let session = Session::new(&cfg, client, state.clone());
+                let end = tokio::select! {
+                    end = session.run(&mut shutdown, &mut plans) => end,
+                    () = crate::sources::kerberos::keep(&cfg, &state) => End::Closed,
+                };
                 if end == End::Shutdown {
                     return;
                 }
                 end
             }
-            Err(e) => {
+            Err(Refused::Kerberos(message)) => {
+                // Logged once by the Kerberos check itself.
+                failing_since.get_or_insert_with(std::time::Instant::now);
+                state.connect_failed(true, message);
+                End::Closed
+            }
+            Err(Refused::Zk(e)) => {
                 let message = explain_connect_error(&cfg, &e).await;
                 if failing_since.is_none() {
                     warn!(cluster = %cfg.name, "{message}; retrying with backoff");
