@@ -15,6 +15,11 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 ARG BINARY=build
 
 FROM ${BUILD_IMAGE} AS build
+# Kerberos (the default `kerberos` feature): the GSSAPI headers, and
+# libclang for the binding generated from them.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libkrb5-dev=1.20.* libclang-dev=1:14.* \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Dependencies first, so source edits do not rebuild them.
 COPY Cargo.toml Cargo.lock build.rs ./
@@ -37,9 +42,11 @@ COPY target/release/zk-election-exporter /src/target/release/zk-election-exporte
 FROM ${BINARY} AS binary
 
 FROM ${RUNTIME_IMAGE}
-# curl only serves the HEALTHCHECK.
+# curl only serves the HEALTHCHECK; libgssapi-krb5-2 is the GSSAPI library
+# the binary links for Kerberos (mount krb5.conf and a keytab to use it).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates=20230311* curl=7.88.* \
+        libgssapi-krb5-2=1.20.* \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exporter
 COPY --from=binary /src/target/release/zk-election-exporter /usr/local/bin/zk-election-exporter

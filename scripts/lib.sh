@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases]
+# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases] [image] [kerberos]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -33,6 +33,20 @@ ensure_packages() {
         command -v podman >/dev/null 2>&1 || missing+=(podman netavark aardvark-dns slirp4netns containernetworking-plugins)
         command -v runc >/dev/null 2>&1 || missing+=(runc)
         command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+        ;;
+      # Building with Kerberos (the GSSAPI headers, libclang for their
+      # binding), and tests/kerberos.rs: MIT's KDC and its admin tools,
+      # kinit, libfaketime, and kazoo's SASL GSSAPI for the writer.
+      kerberos)
+        [ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+        ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
+        command -v krb5kdc >/dev/null 2>&1 || missing+=(krb5-kdc)
+        command -v kadmin.local >/dev/null 2>&1 || missing+=(krb5-admin-server)
+        command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+        ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
+        /usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
+        /usr/bin/python3 -c 'import puresasl' 2>/dev/null || missing+=(python3-pure-sasl)
+        /usr/bin/python3 -c 'import kerberos' 2>/dev/null || missing+=(python3-kerberos)
         ;;
       databases)
         ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)

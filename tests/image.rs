@@ -165,4 +165,99 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     let health = podman(&["healthcheck", "run", &name]);
     assert!(health.status.success(), "healthcheck: {}", text(&health));
     drop(device);
+    kerberos_in_the_image().await;
+}
+
+/// The image against a Kerberos-only ZooKeeper: the GSSAPI library it
+/// carries, krb5.conf and the keytab mounted read-only as a secret would
+/// be, tickets in memory on the read-only root.
+async fn kerberos_in_the_image() {
+    use common::kdc::{KazooWriter, Kdc, REALM, kerberized_zookeeper};
+    let kdc = Kdc::start();
+    let zk = kerberized_zookeeper(&kdc);
+    let app_keytab = kdc.principal("app-img", "10h");
+    let agent_keytab = kdc.principal("agent-img", "10h");
+    let (app, agent) = (format!("app-img@{REALM}"), format!("agent-img@{REALM}"));
+    let acl = [
+        ["sasl", app.as_str(), "rwcda"],
+        ["sasl", agent.as_str(), "r"],
+    ];
+    let base = unique_path("image-krb");
+    let election = format!("{base}/bot_1");
+    let mut w = KazooWriter::connect(&kdc, zk.port, &app_keytab);
+    w.create(&base, b"", false, &acl);
+    w.create(&election, b"", false, &acl);
+    w.create(&format!("{election}/n_0000000000"), b"device-k", true, &acl);
+    // What a Secret volume holds: readable by the image's uid 10001.
+    let secrets = temp_dir("image-krb-secrets");
+    std::fs::copy(&agent_keytab, secrets.join("agent.keytab")).unwrap();
+    std::fs::copy(
+        kdc.conf_at("image", "10.0.2.2", ""),
+        secrets.join("krb5.conf"),
+    )
+    .unwrap();
+    let config = secrets.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[clusters]]\nservers = [\"10.0.2.2:{}\"]\nfour_letter_words = {{ enabled = false }}\n\
+             [clusters.auth]\nscheme = \"sasl\"\nmechanism = \"GSSAPI\"\nprincipal = \"{agent}\"\n\
+             keytab = \"/etc/zk-election-exporter/auth/agent.keytab\"\n\
+             krb5_conf = \"/etc/zk-election-exporter/auth/krb5.conf\"\nserver_name = \"localhost\"\n\
+             [[clusters.elections]]\npath = \"{base}/*\"\n",
+            zk.port
+        ),
+    )
+    .unwrap();
+    for f in ["agent.keytab", "krb5.conf", "config.toml"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(secrets.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let port = free_port();
+    let name = format!("zkee-image-krb-{}", std::process::id());
+    let mount = format!("{}:/etc/zk-election-exporter/auth:ro", secrets.display());
+    let run = podman(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--network",
+        "slirp4netns:allow_host_loopback=true",
+        "-p",
+        &format!("127.0.0.1:{port}:9141"),
+        "--read-only",
+        "--cap-drop=ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--health-interval=disable",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+        "-v",
+        &mount,
+        TAG,
+        "--config=/etc/zk-election-exporter/auth/config.toml",
+    ]);
+    assert!(run.status.success(), "podman run: {}", text(&run));
+    let _container = Container(name.clone());
+    wait_for(
+        "the containerised agent's master through Kerberos",
+        T,
+        || {
+            let (status, body) = http_get(port, "/metrics")?;
+            let master =
+                format!("election=\"{election}\",node=\"n_0000000000\",identity=\"device-k\"}} 1");
+            if status == 200
+                && body.contains(&master)
+                && body.contains("zookeeper_session_kerberos_ticket_ok{cluster=\"default\"} 1")
+            {
+                Ok(())
+            } else {
+                let logs = text(&podman(&["logs", "--tail", "5", &name]));
+                Err(format!("{status}; logs: {logs}"))
+            }
+        },
+    );
+    drop(w);
 }

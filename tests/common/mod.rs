@@ -12,6 +12,7 @@ pub mod database;
 mod exporter;
 mod failover;
 mod http;
+pub mod kdc;
 mod metrics;
 pub mod payloads;
 pub mod pki;
