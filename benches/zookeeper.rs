@@ -532,7 +532,221 @@ async fn probe(zk: &ZkServer) {
     );
 }
 
+/// A client for laying out the million: its session outlives a busy
+/// ZooKeeper's pauses.
+async fn layout_client(address: &str) -> zookeeper_client::Client {
+    zookeeper_client::Client::connector()
+        .with_session_timeout(Duration::from_secs(20))
+        .connect(address)
+        .await
+        .expect("a session for the layout")
+}
+
+/// Commits `ops` creates per multi, `in_flight` multis at a time.
+async fn multi_create(
+    c: &zookeeper_client::Client,
+    paths: &[(String, Vec<u8>)],
+    mode: CreateMode,
+    per_multi: usize,
+    in_flight: usize,
+) -> Vec<String> {
+    let options = mode.with_acls(Acls::anyone_all());
+    let mut made = Vec::with_capacity(paths.len());
+    for wave in paths.chunks(per_multi * in_flight) {
+        let commits = wave.chunks(per_multi).map(|batch| {
+            let mut w = c.new_multi_writer();
+            for (p, data) in batch {
+                w.add_create(p, data, &options).unwrap();
+            }
+            w.commit()
+        });
+        for result in futures::future::join_all(commits).await {
+            for r in result.expect("a multi of creates") {
+                if let zookeeper_client::MultiWriteResult::Create { path, .. } = r {
+                    made.push(path);
+                }
+            }
+        }
+    }
+    made
+}
+
+/// Issue 27's seeds' scale: `n` elections under one parent (as
+/// `/wechat/bots/bot_N`), half with one candidate and half with two, laid
+/// out with multi-ops from four sessions that hold the candidates; then
+/// the exporter with its defaults: start to `/ready`, RSS after sync and
+/// around scrapes, `/metrics` at the default cap, switches at that size
+/// against a bare watch, and a reload. `cargo bench --bench zookeeper --
+/// million [N]` (a 6 GiB ZooKeeper heap, several minutes).
+async fn million(zk: &ZkServer, n: usize) {
+    let base = unique_path("million");
+    let admin = layout_client(&zk.address()).await;
+    mkdir(&admin, &base).await;
+    let t = Instant::now();
+    let parents: Vec<(String, Vec<u8>)> = (0..n)
+        .map(|i| (format!("{base}/bot_{i}"), Vec::new()))
+        .collect();
+    multi_create(&admin, &parents, CreateMode::Persistent, 1000, 8).await;
+    let parents_took = t.elapsed();
+    let mut holders = Vec::new();
+    for _ in 0..4 {
+        holders.push(layout_client(&zk.address()).await);
+    }
+    let t = Instant::now();
+    let mut masters = std::collections::HashMap::new();
+    let mut candidates = 0;
+    for (k, holder) in holders.iter().enumerate() {
+        // Holder k: the first candidate of every election i with i % 4 == k,
+        // and the second of every odd i with (i + 1) % 4 == k.
+        let mut mine: Vec<(String, Vec<u8>)> = Vec::new();
+        for i in (k..n).step_by(4) {
+            mine.push((
+                format!("{base}/bot_{i}/n_"),
+                format!("dev-{i}-a").into_bytes(),
+            ));
+        }
+        multi_create(holder, &mine, CreateMode::EphemeralSequential, 1000, 8)
+            .await
+            .into_iter()
+            .zip(mine.iter())
+            .for_each(|(made, _)| {
+                masters.insert(made.rsplit_once('/').unwrap().0.to_owned(), (k, made));
+            });
+        candidates += mine.len();
+    }
+    for (k, holder) in holders.iter().enumerate() {
+        let second: Vec<(String, Vec<u8>)> = (0..n)
+            .filter(|i| i % 2 == 1 && (i + 1) % 4 == k)
+            .map(|i| {
+                (
+                    format!("{base}/bot_{i}/n_"),
+                    format!("dev-{i}-b").into_bytes(),
+                )
+            })
+            .collect();
+        candidates += second.len();
+        multi_create(holder, &second, CreateMode::EphemeralSequential, 1000, 8).await;
+    }
+    println!(
+        "(m) layout: {n} elections, {candidates} candidates from 4 sessions with multi-ops of 1,000: parents {parents_took:.1?}, candidates {:.1?}",
+        t.elapsed()
+    );
+    let (mut exporter, port, sync) = start_timed(&format!(
+        "[[clusters]]\nname = \"million\"\nservers = [\"{}\"]\n[[clusters.elections]]\npath = \"{base}/*\"\n",
+        zk.address()
+    ));
+    let rss_synced = rss_kib(exporter.id(), "VmRSS:");
+    let mut scrapes = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        bytes = get_raw(port).len();
+        scrapes.push(t.elapsed());
+    }
+    scrapes.sort();
+    let (after, peak) = (
+        rss_kib(exporter.id(), "VmRSS:"),
+        rss_kib(exporter.id(), "VmHWM:"),
+    );
+    println!(
+        "(m) exporter, defaults (max_elections 10,000): process start to /ready 200 in {sync:.2?} ({:.2?} per 100k; target 2 s); RSS {:.0} MiB after sync, {:.0} MiB after 5 scrapes, peak {:.0} MiB (target 1 KiB x elections + 64 MiB = {:.0} MiB); GET /metrics {:.1} MiB: median {:.0?}, max {:.0?}",
+        sync / (n as u32 / 100_000).max(1),
+        rss_synced as f64 / 1024.0,
+        after as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        n as f64 / 1024.0 + 64.0,
+        bytes as f64 / (1 << 20) as f64,
+        percentile(&scrapes, 0.5),
+        scrapes[scrapes.len() - 1],
+    );
+    // Switches at this size: the master's node of an election with two
+    // candidates is deleted; a bare `exists` watch on it against the
+    // agent's timeline naming the switch.
+    let watcher = layout_client(&zk.address()).await;
+    let (mut plain, mut agent) = (Vec::new(), Vec::new());
+    for round in 0..10 {
+        let i = n / 2 + 4 * round + 1;
+        let election = format!("{base}/bot_{i}");
+        let (k, node) = masters[&election].clone();
+        let (_, watch) = watcher.check_and_watch_stat(&node).await.unwrap();
+        let t0 = Instant::now();
+        let plain_task = tokio::spawn(async move {
+            watch.changed().await;
+            t0.elapsed()
+        });
+        holders[k].delete(&node, None).await.unwrap();
+        let query = format!("/api/v1/events?election={election}&kind=switch");
+        let agent_task = tokio::task::spawn_blocking(move || {
+            loop {
+                if let Ok((200, body)) = http_get(port, &query)
+                    && body.contains("\"switch\"")
+                {
+                    return t0.elapsed();
+                }
+            }
+        });
+        plain.push(plain_task.await.unwrap());
+        agent.push(agent_task.await.unwrap());
+    }
+    plain.sort();
+    agent.sort();
+    println!(
+        "(m) a switch at {n} elections: bare watch median {:.2?}, the agent's timeline median {:.2?} p90 {:.2?}; ratio of medians {:.2} (target 2)",
+        percentile(&plain, 0.5),
+        percentile(&agent, 0.5),
+        percentile(&agent, 0.9),
+        percentile(&agent, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64()
+    );
+    let t = Instant::now();
+    let reload = http_post_json(port, "/-/reload", "");
+    println!(
+        "(m) POST /-/reload of the unchanged file at {n} elections: {:.2?} ({reload:?})",
+        t.elapsed()
+    );
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    // Every election exported (about 12 series each).
+    let (mut exporter, port, sync) = start_timed(&format!(
+        "[[clusters]]\nname = \"million\"\nservers = [\"{}\"]\nmax_elections = {n}\n[[clusters.elections]]\npath = \"{base}/*\"\n",
+        zk.address()
+    ));
+    let mut scrapes = Vec::new();
+    for _ in 0..2 {
+        let t = Instant::now();
+        bytes = get_raw(port).len();
+        scrapes.push(t.elapsed());
+    }
+    println!(
+        "(m) every election exported (max_elections = {n}): /ready in {sync:.2?}; GET /metrics {:.0} MiB in {:.1?} and {:.1?}; RSS peak {:.0} MiB",
+        bytes as f64 / (1 << 20) as f64,
+        scrapes[0],
+        scrapes[1],
+        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0
+    );
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+}
+
 fn main() {
+    // `cargo bench --bench zookeeper -- million [N]`: issue 27's scale.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "million") {
+        let n = args
+            .get(at + 1)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(1_000_000);
+        // SAFETY: set before any thread of this process reads the environment.
+        unsafe { std::env::set_var("ZKEE_ZK_HEAP", "6g") };
+        // No snapshot while the layout is written (each would serialise the
+        // whole tree on these two cores).
+        let zk = ZkServer::start_custom(ServerOptions::default(), "snapCount=100000000\n", "");
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(million(&zk, n));
+        return;
+    }
     // `cargo bench --bench zookeeper -- scale`: 100,000 and 200,000
     // elections (minutes, and a 3 GiB ZooKeeper heap), apart from the rest.
     if std::env::args().any(|a| a == "scale200") {
