@@ -14,6 +14,12 @@ use zk_election_exporter::model::{ClusterState, SharedCluster};
 fn main() {
     // As the binary does at start.
     zk_election_exporter::os::cap_allocator_arenas();
+    // `cargo bench --bench render -- million`: the default cap at a
+    // million elections (issue 27), apart from the rest.
+    if std::env::args().any(|a| a == "million") {
+        scaled(1_000_000, 10_000, &[false]);
+        return;
+    }
     ensemble_cost();
     for elections in [10_000, 100_000, 200_000] {
         // Every election exported: the per-series cost as size grows.

@@ -9,7 +9,7 @@ use super::encode::*;
 use super::{Scrape, names};
 use crate::model::ClusterState;
 use crate::model::attention::State;
-use crate::model::content::TreeContent;
+use crate::model::content::{NodeCounts, TreeContent};
 use crate::model::election_tree::Style;
 use crate::model::tree::Tree;
 
@@ -32,7 +32,7 @@ pub(super) fn each_tree(
 pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     type Count = fn(&Tree) -> Option<f64>;
-    let gauges: [(&str, &str, Count); 6] = [
+    let gauges: [(&str, &str, Count); 3] = [
         (
             names::TREE_SYNCED,
             "1 if the tree reflects ZooKeeper now; 0 while disconnected or a listing failed (its values are then the last known ones).",
@@ -48,25 +48,42 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             "Locks (nodes matching the glob) in a lock tree.",
             |t| t.as_locks().map(|l| l.parent_count() as f64),
         ),
-        (
-            names::TREE_NODES,
-            "Matching nodes plus all their children in the tree.",
-            |t| Some(t.node_count() as f64),
-        ),
-        (
-            names::TREE_EPHEMERAL_NODES,
-            "Ephemeral children of the tree's elections or groups.",
-            |t| Some(t.ephemeral_count() as f64),
-        ),
-        (
-            names::TREE_IGNORED_NODES,
-            "Children that are neither candidates (no sequence suffix) nor members (persistent).",
-            |t| Some(t.ignored_count() as f64),
-        ),
     ];
     for (name, help, value) in gauges {
         family(enc, name, help, MetricType::Gauge, |m| {
             each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
+        })?;
+    }
+    // One walk of each tree for its three counts.
+    let counts: Vec<NodeCounts> = clusters
+        .iter()
+        .flat_map(|c| c.trees.iter().map(Tree::node_counts))
+        .collect();
+    type Counted = fn(&NodeCounts) -> usize;
+    let counted: [(&str, &str, Counted); 3] = [
+        (
+            names::TREE_NODES,
+            "Matching nodes plus all their children in the tree.",
+            |n| n.nodes,
+        ),
+        (
+            names::TREE_EPHEMERAL_NODES,
+            "Ephemeral children of the tree's elections or groups.",
+            |n| n.ephemeral,
+        ),
+        (
+            names::TREE_IGNORED_NODES,
+            "Children that are neither candidates (no sequence suffix) nor members (persistent).",
+            |n| n.ignored,
+        ),
+    ];
+    for (name, help, value) in counted {
+        family(enc, name, help, MetricType::Gauge, |m| {
+            let mut counts = counts.iter();
+            each_tree(clusters, |l, _| match counts.next() {
+                Some(n) => gauge(m, l, value(n) as f64),
+                None => Ok(()),
+            })
         })?;
     }
     family(

@@ -198,6 +198,22 @@ fn lease_needs_attention(verdict: Option<Verdict>) -> bool {
     )
 }
 
+/// How many elections of each tier get series under `cap`: every one of a
+/// tier before any of the next, as a stable sort by tier truncated to
+/// `cap` would keep.
+fn quotas(tiers: &[Tier], cap: usize) -> [usize; 3] {
+    let mut per = [0usize; 3];
+    for t in tiers {
+        per[*t as usize] += 1;
+    }
+    let mut left = cap;
+    per.map(|count| {
+        let take = count.min(left);
+        left -= take;
+        take
+    })
+}
+
 impl ClusterState {
     /// Surveys every election at `now`: the per-tree state counts and
     /// which elections get series, at most `limits.max_elections`.
@@ -226,9 +242,12 @@ impl ClusterState {
         // One pass over the model (at a million elections the walk itself
         // is the cost): states, and every election with its tier and rank
         // when they compete for the cap.
-        let mut seen: Vec<(Tier, usize, Exported<'_>)> = Vec::new();
+        // Past the cap, each election's tier, in walk order (one byte each:
+        // at a million elections a list of the elections themselves, then
+        // sorted, cost tens of MiB and a sort per scrape).
+        let mut tiers: Vec<Tier> = Vec::with_capacity(if rank { survey.total } else { 0 });
         survey.exported.reserve(survey.total.min(cap));
-        for (n, (i, tree, elections, path, election)) in elections().flatten().enumerate() {
+        for (i, tree, elections, path, election) in elections().flatten() {
             let state = self.state_of(elections, path, election, now);
             survey.counts[i][state.index()] += 1;
             survey.masterless[i] += election.masterless_total(now);
@@ -242,18 +261,22 @@ impl ClusterState {
                 } else {
                     self.tier_of(election, state, now, window)
                 };
-                seen.push((tier, n, (tree, path, election)));
+                tiers.push(tier);
             } else {
                 survey.exported.push((tree, path, election));
             }
         }
         if rank {
-            // Stable: path order within a tier; then back to tree and path
-            // order for the exposition.
-            seen.sort_by_key(|(tier, _, _)| *tier);
-            seen.truncate(cap);
-            seen.sort_unstable_by_key(|(_, n, _)| *n);
-            survey.exported = seen.into_iter().map(|(_, _, e)| e).collect();
+            // The first `cap` by tier, path order within a tier, listed in
+            // tree and path order: a second walk takes them by quota.
+            let mut quota = quotas(&tiers, cap);
+            for (n, (_, tree, _, path, election)) in elections().flatten().enumerate() {
+                let left = &mut quota[tiers[n] as usize];
+                if *left > 0 {
+                    *left -= 1;
+                    survey.exported.push((tree, path, election));
+                }
+            }
         }
         survey
     }
@@ -261,6 +284,41 @@ impl ClusterState {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The quotas pick exactly what a stable sort by tier, truncated to
+        /// the cap and put back in walk order, picked before them.
+        #[test]
+        fn quotas_pick_what_the_stable_sort_picked(
+            raw in proptest::collection::vec(0u8..3, 0..400),
+            cap in 0usize..450,
+        ) {
+            let tiers: Vec<Tier> = raw
+                .iter()
+                .map(|t| [Tier::Now, Tier::Recent, Tier::Calm][*t as usize])
+                .collect();
+            let mut sorted: Vec<(Tier, usize)> = tiers.iter().copied().zip(0..).collect();
+            sorted.sort_by_key(|(t, _)| *t);
+            sorted.truncate(cap);
+            let mut want: Vec<usize> = sorted.into_iter().map(|(_, n)| n).collect();
+            want.sort_unstable();
+            let mut quota = quotas(&tiers, cap);
+            let got: Vec<usize> = tiers
+                .iter()
+                .enumerate()
+                .filter_map(|(n, t)| {
+                    let left = &mut quota[*t as usize];
+                    (*left > 0).then(|| {
+                        *left -= 1;
+                        n
+                    })
+                })
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
     use super::*;
     use crate::model::Limits;
     use crate::model::Now;

@@ -59,12 +59,37 @@ pub trait TreeContent {
     fn has_parent(&self, path: &str) -> bool;
     /// Matching nodes.
     fn parent_count(&self) -> usize;
-    /// Matching nodes plus all their children.
-    fn node_count(&self) -> usize;
+    /// Its nodes, counted in one walk (a scrape needs all three, and at a
+    /// million elections each walk is a tenth of a render).
+    fn node_counts(&self) -> NodeCounts;
     /// Owner sessions of the tracked ephemeral children (one per node).
     fn owners(&self) -> Vec<i64>;
+}
+
+/// What a tree holds, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Matching nodes plus all their children.
+    pub nodes: usize,
     /// Ephemeral children.
-    fn ephemeral_count(&self) -> usize;
+    pub ephemeral: usize,
     /// Children the content does not track (neither candidates nor members).
-    fn ignored_count(&self) -> usize;
+    pub ignored: usize,
+}
+
+impl std::ops::Add for NodeCounts {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self {
+            nodes: self.nodes + o.nodes,
+            ephemeral: self.ephemeral + o.ephemeral,
+            ignored: self.ignored + o.ignored,
+        }
+    }
+}
+
+impl std::iter::Sum for NodeCounts {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |a, b| a + b)
+    }
 }

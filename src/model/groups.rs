@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidate::IdentityMode;
 use super::child::ChildNode;
-use super::content::{ContentKind, TreeContent};
+use super::content::{ContentKind, NodeCounts, TreeContent};
 use super::now::Now;
 
 /// How a group tree is read and exported.
@@ -269,10 +269,14 @@ impl TreeContent for GroupTree {
         self.groups.len()
     }
 
-    fn node_count(&self) -> usize {
+    fn node_counts(&self) -> NodeCounts {
         self.groups
             .values()
-            .map(|g| 1 + g.members.len() + g.ignored.len())
+            .map(|g| NodeCounts {
+                nodes: 1 + g.members.len() + g.ignored.len(),
+                ephemeral: g.members.len(),
+                ignored: g.ignored.len(),
+            })
             .sum()
     }
 
@@ -282,14 +286,6 @@ impl TreeContent for GroupTree {
             .values()
             .flat_map(|g| g.members.values().map(|m| m.owner))
             .collect()
-    }
-
-    fn ephemeral_count(&self) -> usize {
-        self.groups.values().map(|g| g.members.len()).sum()
-    }
-
-    fn ignored_count(&self) -> usize {
-        self.groups.values().map(|g| g.ignored.len()).sum()
     }
 }
 
@@ -340,7 +336,7 @@ mod tests {
             (1, 0, 0),
             "loading counts nothing"
         );
-        assert_eq!(t.ignored_count(), 1);
+        assert_eq!(t.node_counts().ignored, 1);
         t.child_upserted("/p/services/api", node("10.0.0.2:80", 2, ""), now());
         t.child_deleted("/p/services/api", "10.0.0.1:80", now());
         let g = t.group("/p/services/api").unwrap();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::candidate::parse_sequence;
 use super::child::ChildNode;
-use super::content::{ContentKind, TreeContent};
+use super::content::{ContentKind, NodeCounts, TreeContent};
 use super::histogram::{Histogram, PERIOD_BUCKETS};
 use super::now::Now;
 
@@ -362,10 +362,14 @@ impl TreeContent for LockTree {
         self.locks.len()
     }
 
-    fn node_count(&self) -> usize {
+    fn node_counts(&self) -> NodeCounts {
         self.locks
             .values()
-            .map(|l| 1 + l.contenders.len() + l.ignored.len())
+            .map(|l| NodeCounts {
+                nodes: 1 + l.contenders.len() + l.ignored.len(),
+                ephemeral: l.contenders.values().filter(|c| c.owner != 0).count(),
+                ignored: l.ignored.len(),
+            })
             .sum()
     }
 
@@ -375,17 +379,6 @@ impl TreeContent for LockTree {
             .flat_map(|l| l.contenders.values().map(|c| c.owner))
             .filter(|o| *o != 0)
             .collect()
-    }
-
-    fn ephemeral_count(&self) -> usize {
-        self.locks
-            .values()
-            .map(|l| l.contenders.values().filter(|c| c.owner != 0).count())
-            .sum()
-    }
-
-    fn ignored_count(&self) -> usize {
-        self.locks.values().map(|l| l.ignored.len()).sum()
     }
 }
 

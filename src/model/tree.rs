@@ -370,24 +370,14 @@ impl Tree {
         self.content().parent_count()
     }
 
-    /// Matching nodes plus all their children.
-    pub fn node_count(&self) -> usize {
-        self.content().node_count()
+    /// Its nodes, ephemeral children and ignored children, in one walk.
+    pub fn node_counts(&self) -> super::content::NodeCounts {
+        self.content().node_counts()
     }
 
     /// Owner sessions of the tracked ephemeral children (one per node).
     pub fn owners(&self) -> Vec<i64> {
         self.content().owners()
-    }
-
-    /// Ephemeral children.
-    pub fn ephemeral_count(&self) -> usize {
-        self.content().ephemeral_count()
-    }
-
-    /// Children that are neither candidates nor members.
-    pub fn ignored_count(&self) -> usize {
-        self.content().ignored_count()
     }
 }
 
@@ -480,7 +470,11 @@ mod tests {
         t.apply_listing(vec![("/svc/api".into(), vec![child("10.0.0.1:80")])], now());
         t.child_upserted("/svc/api", child("10.0.0.2:80"), now());
         assert_eq!(
-            (t.parent_count(), t.ephemeral_count(), t.node_count()),
+            (
+                t.parent_count(),
+                t.node_counts().ephemeral,
+                t.node_counts().nodes
+            ),
             (1, 2, 3)
         );
         assert!(t.has_parent("/svc/api"));

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use super::candidate::Candidate;
 use super::candidate::parse_sequence;
 use super::child::ChildNode;
-use super::content::{ContentKind, TreeContent};
+use super::content::{ContentKind, NodeCounts, TreeContent};
 use super::election::Election;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
 use super::lease::LeaseBook;
@@ -529,11 +529,20 @@ impl TreeContent for ElectionTree {
         self.elections.len()
     }
 
-    /// Election nodes plus all their children.
-    fn node_count(&self) -> usize {
+    /// Election nodes plus all their children, the ephemeral ones
+    /// (candidates or not), and the children that are no candidates.
+    fn node_counts(&self) -> NodeCounts {
         self.elections
             .values()
-            .map(|e| 1 + e.election.candidate_count() + e.others_len())
+            .map(|e| {
+                let others = e.others_len();
+                NodeCounts {
+                    nodes: 1 + e.election.candidate_count() + others,
+                    ephemeral: e.election.ephemeral_count()
+                        + e.others.as_ref().map_or(0, |o| o.ephemeral.len()),
+                    ignored: others,
+                }
+            })
             .sum()
     }
 
@@ -543,21 +552,6 @@ impl TreeContent for ElectionTree {
             .values()
             .flat_map(|e| e.election.owners())
             .collect()
-    }
-
-    /// Ephemeral children (candidates or not) across all elections.
-    fn ephemeral_count(&self) -> usize {
-        self.elections
-            .values()
-            .map(|e| {
-                e.election.ephemeral_count() + e.others.as_ref().map_or(0, |o| o.ephemeral.len())
-            })
-            .sum()
-    }
-
-    /// Children that are not candidates because they have no sequence suffix.
-    fn ignored_count(&self) -> usize {
-        self.elections.values().map(|e| e.others_len()).sum()
     }
 }
 

@@ -68,7 +68,7 @@ fn a_node_election_is_its_one_ephemeral_node() {
         ("controller", "7", 7)
     );
     assert_eq!(
-        tree.ignored_count(),
+        tree.node_counts().ignored,
         0,
         "siblings are no business of the election"
     );
@@ -239,14 +239,19 @@ fn counts_and_ignored_children() {
         false,
     );
     assert_eq!(tree.parent_count(), 2);
-    assert_eq!(tree.node_count(), 5);
-    assert_eq!(tree.ephemeral_count(), 2);
-    assert_eq!(tree.ignored_count(), 1);
+    assert_eq!(
+        tree.node_counts(),
+        NodeCounts {
+            nodes: 5,
+            ephemeral: 2,
+            ignored: 1
+        }
+    );
     tree.child_upserted("/bots/b2", child("i_0000000001", true), now(t, 3));
     assert_eq!(tree.masterless_histogram().count(), 1);
     assert_eq!(tree.masterless_histogram().sum(), 3.0);
     tree.child_deleted("/bots/b1", "config", now(t, 4));
-    assert_eq!(tree.ignored_count(), 0);
+    assert_eq!(tree.node_counts().ignored, 0);
     tree.child_deleted("/bots/b2", "i_0000000001", now(t, 5));
     tree.parent_deleted("/bots/b2", now(t, 5));
     assert_eq!(tree.parent_count(), 1);
