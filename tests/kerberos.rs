@@ -99,6 +99,18 @@ fn hbase_layout(w: &mut KazooWriter, hbase: &str, acl: &[[&str; 3]]) {
     );
 }
 
+/// Kafka's controller moves to `broker`: the old controller's node goes,
+/// the new one's is created (as a controller election does).
+fn hand_over(w: &mut KazooWriter, controller: &str, broker: u32, acl: &[[&str; 3]]) {
+    w.delete(controller);
+    w.create(
+        controller,
+        &payloads::kafka_controller(broker, 1_700_000_000_000 + u64::from(broker)),
+        true,
+        acl,
+    );
+}
+
 fn systems(kafka: &str, hbase: &str) -> String {
     format!(
         "[[clusters.systems]]\nkind = \"kafka\"\nroot = \"{kafka}\"\n\
@@ -204,13 +216,7 @@ async fn the_agent_reads_kafka_and_hbase_behind_sasl_acls_and_follows_a_switch()
         })
         .await;
     // The controller moves to broker 2.
-    w.delete(&controller);
-    w.create(
-        &controller,
-        &payloads::kafka_controller(2, 1_700_000_100_000),
-        true,
-        &acl,
-    );
+    hand_over(&mut w, &controller, 2, &acl);
     let m = exporter
         .until("the switch to broker 2", T, |m| {
             master(m, &controller).as_deref() == Some("2")
@@ -507,13 +513,7 @@ async fn a_one_minute_ticket_is_renewed_without_dropping_the_session_or_its_watc
     assert_eq!(get(&m, "zookeeper_session_reconnects_total"), 0.0);
     assert_eq!(get(&m, "zookeeper_session_expirations_total"), 0.0);
     // The watch placed with the first ticket still follows.
-    w.delete(&controller);
-    w.create(
-        &controller,
-        &payloads::kafka_controller(2, 1_700_000_100_000),
-        true,
-        &acl,
-    );
+    hand_over(&mut w, &controller, 2, &acl);
     exporter
         .until("the switch to broker 2", T, |m| {
             master(m, &controller).as_deref() == Some("2")
@@ -532,13 +532,7 @@ async fn a_one_minute_ticket_is_renewed_without_dropping_the_session_or_its_watc
         })
         .await;
     assert_eq!(get(&m, "zookeeper_session_expirations_total"), 0.0);
-    w.delete(&controller);
-    w.create(
-        &controller,
-        &payloads::kafka_controller(1, 1_700_000_200_000),
-        true,
-        &acl,
-    );
+    hand_over(&mut w, &controller, 1, &acl);
     let m = exporter
         .until(
             "the switch back to broker 1 on the watch placed again",
