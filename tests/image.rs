@@ -39,6 +39,40 @@ impl Drop for Container {
     }
 }
 
+/// Runs the image detached as a user would harden it: its own network
+/// with `-p publish` (the host's loopback reachable as 10.0.2.2), read-only
+/// root, no capabilities, no new privileges, explicit limits (podman's
+/// defaults exceed this machine's hard ones); `options` before the image,
+/// `args` after it. No systemd here to run the health check on a timer:
+/// `podman healthcheck run` runs it when a test asks.
+fn run_hardened(name: &str, publish: &str, options: &[&str], args: &[&str]) -> Container {
+    let mut all = vec![
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--network",
+        "slirp4netns:allow_host_loopback=true",
+        "-p",
+        publish,
+        "--read-only",
+        "--cap-drop=ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--health-interval=disable",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+    ];
+    all.extend_from_slice(options);
+    all.push(TAG);
+    all.extend_from_slice(args);
+    let run = podman(&all);
+    assert!(run.status.success(), "podman run: {}", text(&run));
+    Container(name.to_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     let build = Command::new(format!("{ROOT}/scripts/image.sh"))
@@ -111,32 +145,7 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
         "--election={}",
         election.rsplit_once('/').unwrap().0.to_owned() + "/*"
     );
-    let run = podman(&[
-        "run",
-        "-d",
-        "--name",
-        &name,
-        "--network",
-        "slirp4netns:allow_host_loopback=true",
-        "-p",
-        &publish,
-        "--read-only",
-        "--cap-drop=ALL",
-        "--security-opt",
-        "no-new-privileges",
-        // No systemd here to run the check on a timer; `podman healthcheck
-        // run` below runs the image's check itself.
-        "--health-interval=disable",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=512:512",
-        TAG,
-        &zk_flag,
-        &election_flag,
-    ]);
-    assert!(run.status.success(), "podman run: {}", text(&run));
-    let _container = Container(name.clone());
+    let _container = run_hardened(&name, &publish, &[], &[&zk_flag, &election_flag]);
 
     let metrics = wait_for("the containerised agent's master", T, || {
         let (status, body) = http_get(port, "/metrics")?;
@@ -216,31 +225,12 @@ async fn kerberos_in_the_image() {
     let port = free_port();
     let name = format!("zkee-image-krb-{}", std::process::id());
     let mount = format!("{}:/etc/zk-election-exporter/auth:ro", secrets.display());
-    let run = podman(&[
-        "run",
-        "-d",
-        "--name",
+    let _container = run_hardened(
         &name,
-        "--network",
-        "slirp4netns:allow_host_loopback=true",
-        "-p",
         &format!("127.0.0.1:{port}:9141"),
-        "--read-only",
-        "--cap-drop=ALL",
-        "--security-opt",
-        "no-new-privileges",
-        "--health-interval=disable",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=512:512",
-        "-v",
-        &mount,
-        TAG,
-        "--config=/etc/zk-election-exporter/auth/config.toml",
-    ]);
-    assert!(run.status.success(), "podman run: {}", text(&run));
-    let _container = Container(name.clone());
+        &["-v", &mount],
+        &["--config=/etc/zk-election-exporter/auth/config.toml"],
+    );
     wait_for(
         "the containerised agent's master through Kerberos",
         T,
