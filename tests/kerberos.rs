@@ -177,6 +177,12 @@ async fn the_agent_reads_kafka_and_hbase_behind_sasl_acls_and_follows_a_switch()
         .until("both systems read through Kerberos", T, |m| {
             master(m, &controller).as_deref() == Some("1")
                 && master(m, &hmaster).as_deref() == Some("m1.example.com:16000")
+                // The brokers are another tree, synced on its own.
+                && m.get(
+                    "zookeeper_election_candidates",
+                    &[("election", &*controller)],
+                )
+                .is_some()
                 && m.get(
                     "zookeeper_probe_failover_seconds_count",
                     &[("cluster", "secure")],

@@ -284,9 +284,14 @@ async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
         format!("{hbase}/master"),
         format!("{ns1}/ActiveStandbyElectorLock"),
     );
+    let hdfs = election_labels(&hdfs_lock);
+    // The breadcrumb is read after the lock's listing is applied: wait for
+    // it too, so the agreement below is a value, not a race.
     let m = exporter
-        .until("both masters named", T, |m| {
-            identity(m, &hbase_master).is_some() && identity(m, &hdfs_lock).is_some()
+        .until("both masters named, the breadcrumb read", T, |m| {
+            identity(m, &hbase_master).is_some()
+                && identity(m, &hdfs_lock).is_some()
+                && m.get("zookeeper_election_record_agrees", &hdfs).is_some()
         })
         .await;
     assert_eq!(
@@ -299,7 +304,6 @@ async fn hbase_and_hdfs_masters_are_named_from_their_protobuf_payloads() {
         2,
         "the breadcrumb is no election"
     );
-    let hdfs = election_labels(&hdfs_lock);
     assert_eq!(m.get("zookeeper_election_record_agrees", &hdfs), Some(1.0));
     // The breadcrumb names another namenode than the lock's owner.
     let other: Vec<u8> = unhex(HDFS_ACTIVE)
@@ -464,12 +468,22 @@ async fn known_systems_from_the_command_line() {
         .first()
         .and_then(|(l, _)| l.get("identity").cloned())
     };
+    let get = |m: &Metrics, name: &str, e: &str| m.get(name, &[("election", e)]);
+    let rs = format!("{hbase}/rs");
+    // The elections, their standby registries and the region servers are
+    // separate trees, synced independently: wait for every one of them, so
+    // what follows asserts values, never which tree happened to come first.
     let m = exporter
-        .until("both systems read", T, |m| {
-            identity(m, &controller).is_some() && identity(m, &master).is_some()
+        .until("both systems and their registries read", T, |m| {
+            identity(m, &controller).is_some()
+                && identity(m, &master).is_some()
+                && get(m, "zookeeper_election_candidates", &controller).is_some()
+                && get(m, "zookeeper_election_candidates", &master).is_some()
+                && get(m, "zookeeper_election_epoch", &controller).is_some()
+                && m.get("zookeeper_group_members", &[("group", &*rs)])
+                    .is_some()
         })
         .await;
-    let get = |m: &Metrics, name: &str, e: &str| m.get(name, &[("election", e)]);
     assert_eq!(identity(&m, &controller).as_deref(), Some("2"));
     assert_eq!(
         get(&m, "zookeeper_election_candidates", &controller),
@@ -486,10 +500,7 @@ async fn known_systems_from_the_command_line() {
         "the active master and one backup"
     );
     assert_eq!(
-        m.get(
-            "zookeeper_group_members",
-            &[("group", &*format!("{hbase}/rs"))]
-        ),
+        m.get("zookeeper_group_members", &[("group", &*rs)]),
         Some(2.0),
         "region servers are a group, never an election"
     );
