@@ -132,8 +132,10 @@ pub struct ElectionBody {
     pub cluster: String,
     pub duplicate_identities: usize,
     pub election: String,
-    /// Whether it has series in `/metrics` (see `max_elections`).
-    pub exported: bool,
+    /// Whether it has series in `/metrics` (see `max_elections`): under
+    /// the cap always; past it, whether the latest scrape gave it series
+    /// (`null` before the first scrape past the cap).
+    pub exported: Option<bool>,
     pub joins: u64,
     /// The last completed handover (old master's node gone to the record
     /// or lease naming the new one); `None` without either or before the
@@ -203,11 +205,7 @@ impl ElectionBody {
             let e = t.as_elections()?;
             Some((t, e, e.election(path)?))
         })?;
-        let exported = c
-            .survey(now)
-            .exported
-            .iter()
-            .any(|(t, p, _)| t.id() == tree.id() && *p == path);
+        let exported = c.has_series(tree.id(), path);
         let master = election.master().map(|m| ElectionMaster {
             identity: m.identity.to_owned(),
             node: m.node.to_owned(),

@@ -192,7 +192,14 @@ impl<'a> Scrape<'a> {
         Self {
             clusters,
             now,
-            surveys: clusters.iter().map(|c| c.survey(now)).collect(),
+            surveys: clusters
+                .iter()
+                .map(|c| {
+                    let survey = c.survey(now);
+                    c.remember_export(&survey);
+                    survey
+                })
+                .collect(),
         }
     }
 }

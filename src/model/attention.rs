@@ -10,6 +10,7 @@
 //! `min_candidates`), else `ok`. Each follows from evidence the agent holds;
 //! a master whose session the ghost check cannot judge is `ok`.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterState;
@@ -19,7 +20,7 @@ use super::election::Election;
 use super::election::FLAP_SWITCHES;
 use super::election_tree::{ElectionTree, Style};
 use super::lease::Verdict;
-use super::tree::Tree;
+use super::tree::{Tree, TreeId};
 
 /// The state of one election; see the module doc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -214,7 +215,65 @@ fn quotas(tiers: &[Tier], cap: usize) -> [usize; 3] {
     })
 }
 
+/// The elections a scrape gave series while the cluster was past its cap,
+/// kept for the lookup. A survey takes every election's state (hundreds of
+/// milliseconds at a million, under the read lock that the watch's writes
+/// wait for); a lookup asking whether one election has series should not
+/// repeat it. Under the cap every election has series at every scrape, so
+/// only the past-the-cap choice is remembered. Written by the scrape under
+/// the cluster's read lock, hence the mutex of its own.
+#[derive(Debug, Default)]
+pub struct ExportRecord(std::sync::Mutex<Option<Chosen>>);
+
+/// Paths given series, per tree.
+type Chosen = HashMap<TreeId, HashSet<Box<str>>>;
+
+impl ExportRecord {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Chosen>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl ClusterState {
+    /// Elections watched, over every election tree.
+    pub fn elections_watched(&self) -> usize {
+        self.trees
+            .iter()
+            .filter_map(|t| t.as_elections())
+            .map(|e| e.parent_count())
+            .sum()
+    }
+
+    /// Remembers which elections `survey` gave series, when it chose (past
+    /// the cap), for [`ClusterState::has_series`].
+    pub fn remember_export(&self, survey: &Survey<'_>) {
+        if survey.total <= self.limits.max_elections {
+            return;
+        }
+        let mut chosen = Chosen::new();
+        for (t, p, _) in &survey.exported {
+            chosen.entry(t.id()).or_default().insert(Box::from(*p));
+        }
+        *self.export.lock() = Some(chosen);
+    }
+
+    /// Whether election `path` of tree `tree` has per-election series:
+    /// always under the cap, never with a cap of 0; past the cap, whether
+    /// the latest scrape gave it series, `None` before any scrape chose.
+    pub fn has_series(&self, tree: TreeId, path: &str) -> Option<bool> {
+        let cap = self.limits.max_elections;
+        if cap == 0 {
+            return Some(false);
+        }
+        if self.elections_watched() <= cap {
+            return Some(true);
+        }
+        let chosen = self.export.lock();
+        chosen
+            .as_ref()
+            .map(|c| c.get(&tree).is_some_and(|paths| paths.contains(path)))
+    }
+
     /// Surveys every election at `now`: the per-tree state counts and
     /// which elections get series, at most `limits.max_elections`.
     pub fn survey(&self, now: Instant) -> Survey<'_> {
@@ -232,12 +291,7 @@ impl ClusterState {
                     .map(|e| e.elections().map(move |(p, el)| (i, t, e, p, el)))
             })
         };
-        survey.total = self
-            .trees
-            .iter()
-            .filter_map(|t| t.as_elections())
-            .map(|e| e.parent_count())
-            .sum();
+        survey.total = self.elections_watched();
         let rank = survey.total > cap;
         // One pass over the model (at a million elections the walk itself
         // is the cost): states, and every election with its tier and rank
@@ -394,6 +448,37 @@ mod tests {
         let later = at(t, 3 + 16 * 60).mono;
         let paths: Vec<&str> = c.survey(later).exported.iter().map(|e| e.1).collect();
         assert!(paths.contains(&"/bots/bot_0900") && !paths.contains(&"/bots/bot_0800"));
+    }
+
+    #[test]
+    fn the_lookup_answers_from_the_latest_scrapes_choice() {
+        let t = Instant::now();
+        let mut c = thousand(t);
+        let id = c.trees[0].id();
+        assert_eq!(
+            c.has_series(id, "/bots/bot_0000"),
+            None,
+            "past the cap, nothing is known before a scrape chose"
+        );
+        c.child_deleted(id, "/bots/bot_0900", "n_0000000001", at(t, 2));
+        let s = c.survey(at(t, 3).mono);
+        c.remember_export(&s);
+        let chosen: Vec<&str> = s.exported.iter().map(|e| e.1).collect();
+        for i in [0, 97, 98, 99, 500, 900, 999] {
+            let path = format!("/bots/bot_{i:04}");
+            assert_eq!(
+                c.has_series(id, &path),
+                Some(chosen.contains(&path.as_str())),
+                "{path}"
+            );
+        }
+        assert_eq!(c.has_series(id, "/bots/bot_0900"), Some(true));
+        assert_eq!(c.has_series(id, "/bots/bot_0099"), Some(false));
+        // Under the cap every election has series at every scrape.
+        c.limits.max_elections = 1000;
+        assert_eq!(c.has_series(id, "/bots/bot_0999"), Some(true));
+        c.limits.max_elections = 0;
+        assert_eq!(c.has_series(id, "/bots/bot_0000"), Some(false));
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct ClusterState {
     pub probe: Option<ProbeStats>,
     /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
     pub kerberos: Option<super::kerberos::Credentials>,
+    /// Which elections the latest scrape gave series past the cap: how the
+    /// lookup answers "has it series" without surveying every election
+    /// again (see [`ClusterState::has_series`]).
+    pub export: super::attention::ExportRecord,
 }
 
 /// What the failover probe measured.
@@ -150,6 +154,7 @@ impl ClusterState {
             parent_watchers: None,
             probe: None,
             kerberos: None,
+            export: Default::default(),
         }
     }
 
