@@ -420,17 +420,13 @@ pub fn parse_cons_line(line: &str) -> Option<Connection> {
     Some(c)
 }
 
-/// `dump` (leader): sessions by expiry time, and ephemeral nodes by session.
+/// `dump`: the sessions the server tracks, with their expiry times.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dump {
     /// Session id and when the server will expire it unless it hears from it.
     /// The time is `None` when the server prints it in a zone other than
     /// UTC/GMT (Java's `Date.toString` uses the server's zone).
     pub sessions: Vec<(i64, Option<std::time::SystemTime>)>,
-    /// Ephemeral nodes per session: counted, not kept (the leader lists
-    /// every ephemeral path, hundreds of thousands on the seeds' ensembles,
-    /// on every round).
-    pub ephemerals: BTreeMap<i64, usize>,
 }
 
 fn hex_session(s: &str) -> Option<i64> {
@@ -483,42 +479,62 @@ fn parse_java_date(text: &str) -> Option<std::time::SystemTime> {
     )
 }
 
-/// Parses `dump`.
+/// Parses `dump` (a whole reply; the agent reads it with [`DumpReader`]).
 pub fn parse_dump(reply: &str) -> Result<Dump, ParseError> {
-    if !reply.contains("SessionTracker dump") && !reply.contains("Sessions with Ephemerals") {
-        return Err(ParseError(
-            "no session or ephemeral section in the dump reply".into(),
-        ));
-    }
-    let mut dump = Dump::default();
-    let mut section = "";
-    let mut expiry = None;
-    let mut owner = None;
+    let mut reader = DumpReader::default();
     for line in reply.lines() {
-        let trimmed = line.trim();
-        if trimmed.starts_with("SessionTracker dump") {
-            section = "sessions";
-        } else if trimmed.starts_with("ephemeral nodes dump") {
-            section = "ephemerals";
-        } else if trimmed.starts_with("Connections dump") {
-            section = "";
-        } else if section == "sessions" {
-            if let Some((_, date)) = trimmed.split_once(" expire at ") {
-                expiry = parse_java_date(date.trim_end_matches(':'));
-            } else if let Some(id) = trimmed.strip_prefix("0x").and(hex_session(trimmed)) {
-                dump.sessions.push((id, expiry));
-            }
-        } else if section == "ephemerals" {
-            if let Some(id) = trimmed.strip_suffix(':').and_then(hex_session) {
-                owner = Some(id);
-            } else if trimmed.starts_with('/')
-                && let Some(id) = owner
-            {
-                *dump.ephemerals.entry(id).or_default() += 1;
-            }
+        if !reader.line(line) {
+            break;
         }
     }
-    Ok(dump)
+    reader.finish()
+}
+
+/// `dump` read line by line as it arrives. The reply lists the sessions
+/// first, then every ephemeral path of every session, then connections;
+/// only the sessions (their expiry times) are used, and at a million
+/// elections the ephemeral section is tens of MiB per member per round, so
+/// the reader says when it has what it needs and the rest is not parsed.
+#[derive(Debug, Default)]
+pub struct DumpReader {
+    dump: Dump,
+    in_sessions: bool,
+    /// Whether the session section began (a reply without one is no dump).
+    began: bool,
+    expiry: Option<std::time::SystemTime>,
+}
+
+impl DumpReader {
+    /// Takes one line; `false` once the session section is over (nothing
+    /// after it is needed).
+    pub fn line(&mut self, line: &str) -> bool {
+        let trimmed = line.trim();
+        if trimmed.starts_with("SessionTracker dump") {
+            (self.in_sessions, self.began) = (true, true);
+        } else if trimmed.starts_with("ephemeral nodes dump")
+            || trimmed.starts_with("Connections dump")
+        {
+            if self.began {
+                return false;
+            }
+            self.in_sessions = false;
+        } else if self.in_sessions {
+            if let Some((_, date)) = trimmed.split_once(" expire at ") {
+                self.expiry = parse_java_date(date.trim_end_matches(':'));
+            } else if let Some(id) = trimmed.strip_prefix("0x").and(hex_session(trimmed)) {
+                self.dump.sessions.push((id, self.expiry));
+            }
+        }
+        true
+    }
+
+    /// The sessions read; an error when the reply had no session section.
+    pub fn finish(self) -> Result<Dump, ParseError> {
+        if !self.began {
+            return Err(ParseError("no session section in the dump reply".into()));
+        }
+        Ok(self.dump)
+    }
 }
 
 /// Parses `wchp`: each watched path followed by the sessions watching it

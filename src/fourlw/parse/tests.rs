@@ -122,15 +122,35 @@ fn conf_and_membership() {
 }
 
 #[test]
-fn dump_sessions_and_ephemerals() {
-    let d = parse_dump(&fixture("3.8.0/standalone/dump-with-sessions.txt")).unwrap();
-    assert!(d.sessions.len() >= 4, "{d:?}");
+fn dump_sessions_and_where_reading_stops() {
+    let raw = fixture("3.8.0/standalone/dump-with-sessions.txt");
+    let d = parse_dump(&raw).unwrap();
+    let ids: Vec<i64> = d.sessions.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        [
+            0x100002034780000,
+            0x100003c2c100002,
+            0x100003c2c100003,
+            0x100003c2c100001,
+            0x100003c2c100000
+        ],
+        "the session section only: no connection's session id"
+    );
     assert!(
         d.sessions.iter().all(|(_, t)| t.is_some()),
         "UTC dates parse"
     );
-    assert_eq!(d.ephemerals.len(), 2);
-    assert!(d.ephemerals.values().all(|count| *count == 2));
+    // Fed line by line, the reader has what it needs at the ephemeral
+    // section: the lines after it are never read.
+    let mut reader = DumpReader::default();
+    let fed = raw.lines().take_while(|l| reader.line(l)).count();
+    assert_eq!(raw.lines().nth(fed), Some("ephemeral nodes dump:"));
+    assert_eq!(reader.finish().unwrap(), d);
+    // A reply cut inside the session section keeps what arrived.
+    let mut reader = DumpReader::default();
+    raw.lines().take(5).for_each(|l| assert!(reader.line(l)));
+    assert_eq!(reader.finish().unwrap().sessions.len(), 1);
     assert_eq!(
         parse_java_date("Mon Nov 30 09:30:13 UTC 2026"),
         Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_031_013))
@@ -194,4 +214,41 @@ proptest! {
         let _ = parse_java_date(&reply);
     }
 
+    /// Every session of the session section, in order, with its set's
+    /// expiry; whatever the ephemeral and connection sections hold (paths,
+    /// session ids, lines like the session section's) changes nothing.
+    #[test]
+    fn dump_sessions_are_the_session_sections_whatever_follows(
+        sets in proptest::collection::vec(
+            (0u32..60, proptest::collection::vec(1i64..i64::MAX, 0..4)),
+            0..6,
+        ),
+        after in proptest::collection::vec(
+            prop_oneof![
+                Just("0x1234:".to_owned()),
+                Just("\t0x99".to_owned()),
+                Just("1 expire at Mon Nov 30 09:30:21 UTC 2026:".to_owned()),
+                "\t/[a-z/_0-9]{1,20}",
+                ".{0,30}",
+            ],
+            0..20,
+        ),
+    ) {
+        let mut reply = format!("SessionTracker dump:\nSession Sets ({})/(5):\n", sets.len());
+        let mut want = Vec::new();
+        for (second, ids) in &sets {
+            reply += &format!("{} expire at Mon Nov 30 09:30:{second:02} UTC 2026:\n", ids.len());
+            let at = parse_java_date(&format!("Mon Nov 30 09:30:{second:02} UTC 2026"));
+            for id in ids {
+                reply += &format!("\t0x{id:x}\n");
+                want.push((*id, at));
+            }
+        }
+        reply += "ephemeral nodes dump:\n";
+        for line in &after {
+            reply += line;
+            reply.push('\n');
+        }
+        prop_assert_eq!(parse_dump(&reply).unwrap().sessions, want);
+    }
 }

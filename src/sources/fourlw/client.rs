@@ -96,20 +96,35 @@ pub async fn exchange(
         .unwrap_or(Err(Failure::Timeout))
 }
 
+/// What a line reader wants after a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// The next line.
+    More,
+    /// Nothing more: the rest of the reply is drained unread.
+    Enough,
+}
+
 /// Like [`exchange`], but hands the reply to `line` one line at a time as
-/// it arrives, so a large reply (`cons` of a busy server) is never held
-/// whole. Stops after [`MAX_REPLY_BYTES`].
+/// it arrives, so a large reply (`cons` of a busy server, `dump` of one
+/// holding a million ephemerals) is never held whole. Stops after `limit`
+/// bytes, or when `line` says [`Flow::Enough`]: the rest is then read and
+/// dropped (closing early would make the server log a broken pipe every
+/// round) until the server closes or `timeout` is up, which still counts
+/// as an answer, since what was needed arrived.
 pub async fn exchange_lines(
     server: &str,
     command: &str,
     timeout: Duration,
     tls: Option<&ZkTls>,
-    mut line: impl FnMut(&str),
+    limit: u64,
+    mut line: impl FnMut(&str) -> Flow,
 ) -> Result<(), Failure> {
     use tokio::io::AsyncBufReadExt;
+    let deadline = tokio::time::Instant::now() + timeout;
     let attempt = async {
         let stream = send(server, command, tls).await?;
-        let mut reader = tokio::io::BufReader::new(stream.take(MAX_REPLY_BYTES));
+        let mut reader = tokio::io::BufReader::new(stream.take(limit));
         let mut buf = Vec::with_capacity(512);
         let mut any = false;
         loop {
@@ -117,19 +132,28 @@ pub async fn exchange_lines(
             let n = match reader.read_until(b'\n', &mut buf).await {
                 Ok(n) => n,
                 // A TLS close without close_notify ends a reply too.
-                Err(_) if any => return Ok(()),
+                Err(_) if any => return Ok(None),
                 Err(_) => return Err(Failure::Connect),
             };
             if n == 0 {
-                return Ok(());
+                return Ok(None);
             }
             any = true;
-            line(&String::from_utf8_lossy(&buf));
+            if line(&String::from_utf8_lossy(&buf)) == Flow::Enough {
+                // Past the line limit too: the server writes it all anyway.
+                return Ok(Some(reader.into_inner().into_inner()));
+            }
         }
     };
-    tokio::time::timeout(timeout, attempt)
+    let rest = tokio::time::timeout_at(deadline, attempt)
         .await
-        .unwrap_or(Err(Failure::Timeout))
+        .unwrap_or(Err(Failure::Timeout))?;
+    if let Some(mut rest) = rest {
+        let mut sink = tokio::io::sink();
+        let drain = tokio::io::copy(&mut rest, &mut sink);
+        let _ = tokio::time::timeout_at(deadline, drain).await;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -191,11 +215,60 @@ pub(crate) mod tests {
     async fn lines_arrive_one_by_one() {
         let addr = answer_once(b"one\ntwo\nthree").await;
         let mut lines = Vec::new();
-        exchange_lines(&addr, "cons", Duration::from_secs(2), None, |l| {
-            lines.push(l.trim_end().to_owned())
+        let two = Duration::from_secs(2);
+        exchange_lines(&addr, "cons", two, None, MAX_REPLY_BYTES, |l| {
+            lines.push(l.trim_end().to_owned());
+            Flow::More
         })
         .await
         .unwrap();
         assert_eq!(lines, vec!["one", "two", "three"]);
+    }
+
+    /// Past "enough" nothing is parsed, and a server that keeps the
+    /// connection open after the needed part costs the timeout, not an
+    /// error: what was needed arrived.
+    #[tokio::test]
+    async fn enough_drains_the_rest_unread_and_is_an_answer() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (sent_tx, sent_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut word = [0u8; 4];
+            s.read_exact(&mut word).await.unwrap();
+            s.write_all(b"head\nstop\n").await.unwrap();
+            // Far more than the limit below, then silence without a close.
+            let bulk = vec![b'x'; 1 << 20];
+            let mut sent = 0usize;
+            for _ in 0..8 {
+                if s.write_all(&bulk).await.is_err() {
+                    break;
+                }
+                sent += bulk.len();
+            }
+            let _ = sent_tx.send(sent);
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        let mut lines = Vec::new();
+        let started = Instant::now();
+        let timeout = Duration::from_millis(1500);
+        let got = exchange_lines(&addr, "dump", timeout, None, 64, |l| {
+            lines.push(l.trim_end().to_owned());
+            if l.starts_with("stop") {
+                Flow::Enough
+            } else {
+                Flow::More
+            }
+        })
+        .await;
+        assert_eq!(got, Ok(()));
+        assert_eq!(lines, vec!["head", "stop"]);
+        assert!(started.elapsed() >= timeout, "it waited for the close");
+        assert_eq!(
+            sent_rx.await.unwrap(),
+            8 << 20,
+            "the rest was read past the line limit, not left in the socket"
+        );
     }
 }

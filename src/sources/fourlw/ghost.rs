@@ -17,7 +17,8 @@ use futures::future::join_all;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::{ask, client};
+use super::ask;
+use super::client::{self, Flow};
 use crate::config::ConsInterval;
 use crate::fourlw::parse::{self, Refusal};
 use crate::fourlw::{Command, Failure, Reply};
@@ -73,7 +74,9 @@ async fn ask_cons(
     let mut refusal = None;
     let mut first = true;
     let mut ended = false;
-    let result = client::exchange_lines(server, Command::Cons.name(), timeout, tls, |line| {
+    let limit = client::MAX_REPLY_BYTES;
+    let word = Command::Cons.name();
+    let result = client::exchange_lines(server, word, timeout, tls, limit, |line| {
         if first {
             first = false;
             refusal = parse::refusal(line);
@@ -82,6 +85,7 @@ async fn ask_cons(
         if let Some(c) = parse::parse_cons_line(line) {
             connections.push(c);
         }
+        Flow::More
     })
     .await;
     let result = match (result, refusal) {
@@ -93,6 +97,47 @@ async fn ask_cons(
     };
     Exchange {
         command: Command::Cons,
+        duration: started.elapsed(),
+        result,
+    }
+}
+
+/// `dump`, read line by line up to the end of its session section (see
+/// [`parse::DumpReader`]): no size cap, since nothing past the sessions is
+/// parsed or kept, so an ensemble with millions of ephemerals still gives
+/// every session's expiry.
+async fn ask_dump(
+    server: &str,
+    timeout: Duration,
+    tls: Option<&crate::config::zktls::ZkTls>,
+) -> Exchange {
+    let started = Instant::now();
+    let mut reader = parse::DumpReader::default();
+    let mut refusal = None;
+    let mut first = true;
+    let word = Command::Dump.name();
+    let result = client::exchange_lines(server, word, timeout, tls, u64::MAX, |line| {
+        if first {
+            first = false;
+            refusal = parse::refusal(line);
+        }
+        match refusal.is_none() && reader.line(line) {
+            true => Flow::More,
+            false => Flow::Enough,
+        }
+    })
+    .await;
+    let result = match (result, refusal) {
+        (Err(f), _) => Err(f),
+        (Ok(()), Some(Refusal::NotAllowed)) => Err(Failure::NotAllowed),
+        (Ok(()), Some(Refusal::NotServing)) => Err(Failure::NotServing),
+        (Ok(()), None) => reader.finish().map(Reply::Dump).map_err(|e| {
+            super::log_unreadable(server, Command::Dump, &e.0);
+            Failure::Parse
+        }),
+    };
+    Exchange {
+        command: Command::Dump,
         duration: started.elapsed(),
         result,
     }
@@ -128,7 +173,7 @@ pub async fn poll_once(
 async fn ask_member(d: &GhostCheck, server: &str) -> ServerPoll {
     let (cons, dump) = tokio::join!(
         ask_cons(server, d.timeout, d.tls.as_ref()),
-        ask(server, Command::Dump, d.timeout, d.tls.as_ref())
+        ask_dump(server, d.timeout, d.tls.as_ref())
     );
     let mut exchanges = vec![cons, dump];
     if d.watches {
