@@ -169,6 +169,48 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The hand-written election families, for elections whose paths,
+    /// identities and cluster name hold what label values must escape,
+    /// are exposition a real Prometheus parser accepts, one series of
+    /// `has_master` per election.
+    #[test]
+    fn any_election_labels_render_valid_exposition(
+        cluster in "[a-z\"\\\\\n é]{0,8}",
+        elections in proptest::collection::btree_map(
+            "[a-z0-9_\"\\\\\n é{}=,]{1,12}",
+            proptest::collection::vec("[a-z\"\\\\\n é{}=]{0,10}", 0..3),
+            1..6,
+        ),
+    ) {
+        let mut tree = Tree::elections(TreePattern::parse("/e/*").unwrap(), IdentityMode::Data);
+        let listing = elections
+            .iter()
+            .map(|(name, identities)| {
+                let children = identities
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| ChildNode {
+                        name: format!("n_{i:010}"),
+                        data: id.as_bytes().to_vec(),
+                        ephemeral_owner: 7,
+                        ctime_ms: 1_700_000_000_000,
+                    })
+                    .collect();
+                (format!("/e/{name}"), children)
+            })
+            .collect();
+        tree.apply_listing(listing, Now { mono: std::time::Instant::now(), wall: SystemTime::UNIX_EPOCH });
+        let text = render(ClusterState::new(cluster, vec![tree], false));
+        let checked = promtool_check(&text);
+        prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), text);
+        let series = text.lines().filter(|l| l.starts_with("zookeeper_election_has_master{")).count();
+        prop_assert_eq!(series, elections.len());
+    }
+}
+
 /// Every mntr key real servers send, by version: (version, key).
 fn real_mntr_keys() -> Vec<(String, String)> {
     let dir = format!("{}/tests/fixtures", env!("CARGO_MANIFEST_DIR"));

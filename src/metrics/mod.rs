@@ -24,6 +24,7 @@ pub mod names;
 mod probe;
 mod reload;
 mod session;
+mod text;
 mod trees;
 mod web;
 
@@ -45,10 +46,14 @@ pub const TEXT_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Renders the models of the clusters one scrape saw.
+/// Renders the models of the clusters one scrape saw: the per-election
+/// families by hand into `elections` (see [`text`]), the rest through the
+/// library.
 #[derive(Debug)]
 pub struct Collector {
     clusters: Arc<Vec<SharedCluster>>,
+    openmetrics: bool,
+    elections: Arc<std::sync::Mutex<String>>,
 }
 
 /// Everything `/metrics` shows: the clusters' families (through a
@@ -111,10 +116,20 @@ impl Exposition {
     }
 
     /// The registry of one scrape: the clusters of `roster`, then the
-    /// agent's own counters, in exposition order.
-    fn registry(&self, roster: Arc<Vec<SharedCluster>>) -> Registry {
+    /// agent's own counters, in exposition order; the per-election
+    /// families go to `elections`.
+    fn registry(
+        &self,
+        roster: Arc<Vec<SharedCluster>>,
+        openmetrics: bool,
+        elections: Arc<std::sync::Mutex<String>>,
+    ) -> Registry {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(Collector { clusters: roster }));
+        registry.register_collector(Box::new(Collector {
+            clusters: roster,
+            openmetrics,
+            elections,
+        }));
         if let Some(stats) = &self.web {
             registry.register_collector(Box::new(web::WebCollector {
                 stats: stats.clone(),
@@ -138,15 +153,24 @@ impl Exposition {
         // Sized from the last body: growing a 100 MiB string by doubling
         // copies it again and again.
         let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
-        let mut out = String::with_capacity((last + last / 16).max(1 << 16));
-        crate::os::prefer_huge_pages(&mut out);
+        let mut body = String::with_capacity((last + last / 16).max(1 << 16));
+        crate::os::prefer_huge_pages(&mut body);
+        // The per-election families (most of a large body) are written
+        // straight into the body during the registry's encoding; the
+        // library's families follow them.
+        let elections = Arc::new(std::sync::Mutex::new(body));
         let roster = self.clusters.now();
-        let registry = self.registry(roster.clone());
+        let registry = self.registry(roster.clone(), openmetrics, elections.clone());
+        let mut rest = String::with_capacity(1 << 16);
         if openmetrics {
-            prometheus_client::encoding::text::encode_registry(&mut out, &registry)?;
+            prometheus_client::encoding::text::encode_registry(&mut rest, &registry)?;
         } else {
-            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
+            prometheus_client::encoding::prometheus_text::encode(&mut rest, &registry)?;
         }
+        drop(registry);
+        let mut out = std::mem::take(&mut *elections.lock().unwrap_or_else(|p| p.into_inner()));
+        out.push_str(&rest);
+        drop(rest);
         let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let generations: Vec<(usize, u64)> = roster
@@ -209,8 +233,7 @@ type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
 /// Every encoder, in exposition order. The `mntr` section is written apart
 /// (see [`Exposition::render`]).
-const ENCODERS: [Encode; 17] = [
-    elections::encode_elections,
+const ENCODERS: [Encode; 16] = [
     lease::encode_leases,
     ghost::encode_ghosts,
     probe::encode_probe,
@@ -234,6 +257,10 @@ impl PromCollector for Collector {
         let guards: Vec<_> = self.clusters.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
         let scrape = Scrape::new(&clusters, Instant::now());
+        {
+            let mut out = self.elections.lock().unwrap_or_else(|p| p.into_inner());
+            elections::write_elections(&mut out, &scrape, self.openmetrics)?;
+        }
         ENCODERS
             .iter()
             .try_for_each(|encode| encode(&mut encoder, &scrape))
