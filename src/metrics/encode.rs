@@ -74,6 +74,21 @@ pub(super) fn escape(s: &str, out: &mut String) {
     out.push_str(&s[start..]);
 }
 
+/// Appends ` {v}` and a line feed, exactly as `Display` writes `v`, with
+/// whole numbers (nearly every `mntr` value) through `itoa`: the shortest
+/// float formatting was a visible share of a fresh collection's CPU.
+pub(super) fn write_sample_value(out: &mut String, v: f64) {
+    out.push(' ');
+    // Below 2^53 a whole f64 is an exact i64; -0.0 prints as "-0".
+    if v.fract() == 0.0 && v.abs() < 9.0e15 && !(v == 0.0 && v.is_sign_negative()) {
+        out.push_str(itoa::Buffer::new().format(v as i64));
+    } else {
+        use std::fmt::Write;
+        let _ = write!(out, "{v}");
+    }
+    out.push('\n');
+}
+
 pub(super) fn write_labels(out: &mut String, labels: &[(&str, &str)]) {
     out.push('{');
     for (i, (k, v)) in labels.iter().enumerate() {
@@ -135,5 +150,29 @@ impl<'a> Labels<'a> {
 impl EncodeLabelSet for Labels<'_> {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
         self.pairs().encode(encoder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The fast path writes what `Display` writes, for any f64.
+        #[test]
+        fn sample_values_are_what_display_writes(
+            v in prop_oneof![
+                any::<f64>(),
+                any::<i64>().prop_map(|i| i as f64),
+                (-1e6f64..1e6).prop_map(f64::round),
+                Just(-0.0),
+                Just(9.0e15),
+                Just(-9.0e15 + 1.0),
+            ],
+        ) {
+            let mut out = String::new();
+            super::write_sample_value(&mut out, v);
+            prop_assert_eq!(out, format!(" {v}\n"));
+        }
     }
 }

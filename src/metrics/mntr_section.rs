@@ -55,7 +55,6 @@ pub(super) fn encode_mntr_section(
 
 /// Writes the families typed from mntr keys.
 fn encode_samples(out: &mut String, mapped: &[Typed], openmetrics: bool) -> fmt::Result {
-    use std::fmt::Write;
     let mut families: BTreeMap<&str, MntrFamily> = BTreeMap::new();
     for (labels, m, values) in mapped {
         for s in &m.samples {
@@ -90,7 +89,7 @@ fn encode_samples(out: &mut String, mapped: &[Typed], openmetrics: bool) -> fmt:
                 Some(k) => write_labels(out, l.with("key", k).pairs()),
                 None => write_labels(out, l.pairs()),
             }
-            writeln!(out, " {value}")?;
+            write_sample_value(out, *value);
         }
     }
     Ok(())
@@ -102,7 +101,6 @@ type SummaryFamily<'a> = (&'a str, Vec<(ServerLabels<'a>, &'a Summary, &'a [f64]
 /// Writes the summaries folded from mntr; `prometheus-client` has no
 /// summary type, and the text of a summary is the same in both formats.
 fn encode_summaries(out: &mut String, mapped: &[Typed]) -> fmt::Result {
-    use std::fmt::Write;
     let mut families: BTreeMap<&str, SummaryFamily> = BTreeMap::new();
     for (labels, m, values) in mapped {
         for s in &m.summaries {
@@ -130,16 +128,16 @@ fn encode_summaries(out: &mut String, mapped: &[Typed]) -> fmt::Result {
                 let with_q = labels.with("quantile", &q);
                 out.push_str(name);
                 write_labels(out, with_q.pairs());
-                writeln!(out, " {v}")?;
+                write_sample_value(out, v);
             }
             out.push_str(name);
             out.push_str("_sum");
             write_labels(out, labels.pairs());
-            writeln!(out, " {}", values[s.sum])?;
+            write_sample_value(out, values[s.sum]);
             out.push_str(name);
             out.push_str("_count");
             write_labels(out, labels.pairs());
-            writeln!(out, " {}", values[s.count])?;
+            write_sample_value(out, values[s.count]);
         }
     }
     Ok(())

@@ -26,6 +26,10 @@ impl fmt::Display for ParseError {
 
 /// Recognises the two refusals every command can answer with.
 pub fn refusal(reply: &str) -> Option<Refusal> {
+    // A refusal is the whole reply, one line: only the first is searched
+    // (a 30 KiB `mntr` reply was scanned twice per exchange, and a value
+    // quoting these words further down is no refusal).
+    let reply = reply.lines().next().unwrap_or("");
     if reply.contains("is not executed because it is not in the whitelist") {
         Some(Refusal::NotAllowed)
     } else if reply.contains("is not currently serving requests") {

@@ -89,7 +89,10 @@ pub async fn exchange(
         if read.is_err() && reply.is_empty() {
             return Err(Failure::Connect);
         }
-        Ok(String::from_utf8_lossy(&reply).into_owned())
+        // Valid UTF-8 (every reply ZooKeeper writes) is taken as it is,
+        // not copied.
+        Ok(String::from_utf8(reply)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     };
     tokio::time::timeout(timeout, attempt)
         .await
