@@ -659,6 +659,22 @@ async fn million(zk: &ZkServer, n: usize) {
         percentile(&scrapes, 0.5),
         scrapes[scrapes.len() - 1],
     );
+    // The lookup of one election by path (past the cap: the latest
+    // scrape's choice, no survey), for an exported and a calm one.
+    let mut lookups = Vec::new();
+    for i in 0..20 {
+        let path = format!("/api/v1/elections{base}/bot_{}", i * 49_999 % n);
+        let t = Instant::now();
+        let (status, body) = http_get(port, &path).unwrap();
+        lookups.push(t.elapsed());
+        assert_eq!(status, 200, "{body}");
+    }
+    lookups.sort();
+    println!(
+        "(m) GET /api/v1/elections/PATH at {n} elections, default cap: median {:.2?}, max {:.2?}",
+        percentile(&lookups, 0.5),
+        lookups[lookups.len() - 1]
+    );
     // Switches at this size: the master's node of an election with two
     // candidates is deleted; a bare `exists` watch on it against the
     // agent's timeline naming the switch.
