@@ -54,10 +54,17 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             each_tree(clusters, |l, t| value(t).map_or(Ok(()), |v| gauge(m, l, v)))
         })?;
     }
-    // One walk of each tree for its three counts.
+    // Election trees were counted in the survey's walk; the others walk
+    // once here for their three counts.
     let counts: Vec<NodeCounts> = clusters
         .iter()
-        .flat_map(|c| c.trees.iter().map(Tree::node_counts))
+        .zip(&s.surveys)
+        .flat_map(|(c, survey)| {
+            c.trees
+                .iter()
+                .zip(&survey.nodes)
+                .map(|(t, counted)| counted.unwrap_or_else(|| t.node_counts()))
+        })
         .collect();
     type Counted = fn(&NodeCounts) -> usize;
     let counted: [(&str, &str, Counted); 3] = [

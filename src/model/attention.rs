@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterState;
-use super::content::TreeContent;
+use super::content::{NodeCounts, TreeContent};
 use super::election::Election;
 #[cfg(doc)]
 use super::election::FLAP_SWITCHES;
@@ -189,6 +189,9 @@ pub struct Survey<'a> {
     /// Elections by lease verdict, per tree (zeros for trees without a
     /// lease, or whose lease source gives no reading now).
     pub leases: Vec<[usize; Verdict::ALL.len()]>,
+    /// Nodes of each election tree, counted in the same walk (`None` for
+    /// trees of other kinds).
+    pub nodes: Vec<Option<NodeCounts>>,
 }
 
 /// Lease verdicts that need attention: exported first past the cap.
@@ -283,6 +286,11 @@ impl ClusterState {
             counts: vec![[0; State::ALL.len()]; self.trees.len()],
             masterless: vec![std::time::Duration::ZERO; self.trees.len()],
             leases: vec![[0; Verdict::ALL.len()]; self.trees.len()],
+            nodes: self
+                .trees
+                .iter()
+                .map(|t| t.as_elections().map(|_| NodeCounts::default()))
+                .collect(),
             ..Survey::default()
         };
         let elections = || {
@@ -291,6 +299,12 @@ impl ClusterState {
                     .map(|e| e.elections().map(move |(p, el)| (i, t, e, p, el)))
             })
         };
+        let counted = self.trees.iter().enumerate().filter_map(|(i, t)| {
+            t.as_elections().map(|e| {
+                e.elections_counted()
+                    .map(move |(p, el, n)| (i, t, e, p, el, n))
+            })
+        });
         survey.total = self.elections_watched();
         let rank = survey.total > cap;
         // One pass over the model (at a million elections the walk itself
@@ -301,7 +315,10 @@ impl ClusterState {
         // sorted, cost tens of MiB and a sort per scrape).
         let mut tiers: Vec<Tier> = Vec::with_capacity(if rank { survey.total } else { 0 });
         survey.exported.reserve(survey.total.min(cap));
-        for (i, tree, elections, path, election) in elections().flatten() {
+        for (i, tree, elections, path, election, nodes) in counted.flatten() {
+            if let Some(n) = &mut survey.nodes[i] {
+                *n = *n + nodes;
+            }
             let state = self.state_of(elections, path, election, now);
             survey.counts[i][state.index()] += 1;
             survey.masterless[i] += election.masterless_total(now);
@@ -479,6 +496,26 @@ mod tests {
         assert_eq!(c.has_series(id, "/bots/bot_0999"), Some(true));
         c.limits.max_elections = 0;
         assert_eq!(c.has_series(id, "/bots/bot_0000"), Some(false));
+    }
+
+    #[test]
+    fn the_surveys_node_counts_are_the_trees() {
+        let t = Instant::now();
+        let mut c = thousand(t);
+        let id = c.trees[0].id();
+        // A child that is no candidate (persistent, no suffix) and an
+        // ephemeral one, beside the candidates.
+        c.child_upserted(id, "/bots/bot_0001", child("config", 0), at(t, 1));
+        c.child_upserted(id, "/bots/bot_0002", child("lock", 77), at(t, 1));
+        c.child_deleted(id, "/bots/bot_0003", "n_0000000001", at(t, 1));
+        let s = c.survey(at(t, 2).mono);
+        let walked =
+            crate::model::content::TreeContent::node_counts(c.trees[0].as_elections().unwrap());
+        assert_eq!(s.nodes, vec![Some(walked)]);
+        assert_eq!(
+            (walked.nodes, walked.ephemeral, walked.ignored),
+            (1000 + 999 + 2, 999 + 1, 2)
+        );
     }
 
     #[test]

@@ -75,6 +75,18 @@ impl Entry {
     fn others_len(&self) -> usize {
         self.others.as_ref().map_or(0, |o| o.len())
     }
+
+    /// The election node, its children, the ephemeral ones among them,
+    /// and those that are no candidates.
+    fn node_counts(&self) -> NodeCounts {
+        let others = self.others_len();
+        NodeCounts {
+            nodes: 1 + self.election.candidate_count() + others,
+            ephemeral: self.election.ephemeral_count()
+                + self.others.as_ref().map_or(0, |o| o.ephemeral.len()),
+            ignored: others,
+        }
+    }
 }
 
 /// What a node election's siblings say.
@@ -287,6 +299,15 @@ impl ElectionTree {
     /// Elections by path, in path order.
     pub fn elections(&self) -> impl Iterator<Item = (&str, &Election)> {
         self.elections.iter().map(|(p, e)| (&**p, &e.election))
+    }
+
+    /// Every election with its nodes counted (see
+    /// [`TreeContent::node_counts`]): the survey's one walk gives the
+    /// tree's counts too, rather than a second walk per scrape.
+    pub fn elections_counted(&self) -> impl Iterator<Item = (&str, &Election, NodeCounts)> {
+        self.elections
+            .iter()
+            .map(|(p, e)| (&**p, &e.election, e.node_counts()))
     }
 
     pub fn election(&self, path: &str) -> Option<&Election> {
@@ -532,18 +553,7 @@ impl TreeContent for ElectionTree {
     /// Election nodes plus all their children, the ephemeral ones
     /// (candidates or not), and the children that are no candidates.
     fn node_counts(&self) -> NodeCounts {
-        self.elections
-            .values()
-            .map(|e| {
-                let others = e.others_len();
-                NodeCounts {
-                    nodes: 1 + e.election.candidate_count() + others,
-                    ephemeral: e.election.ephemeral_count()
-                        + e.others.as_ref().map_or(0, |o| o.ephemeral.len()),
-                    ignored: others,
-                }
-            })
-            .sum()
+        self.elections.values().map(|e| e.node_counts()).sum()
     }
 
     /// Owner sessions of every ephemeral candidate.
