@@ -57,13 +57,23 @@ pub(super) fn histogram(
 
 /// Escapes a label value or HELP text for both text formats.
 pub(super) fn escape(s: &str, out: &mut String) {
+    escape_some(s, out, true);
+}
+
+/// Escapes HELP text as the Prometheus text format wants it: backslashes
+/// and line feeds, quotes left as they are.
+pub(super) fn escape_help(s: &str, out: &mut String) {
+    escape_some(s, out, false);
+}
+
+fn escape_some(s: &str, out: &mut String, quotes: bool) {
     // Almost every value needs nothing escaped: copy runs between the three
     // bytes that do (all ASCII, so byte positions are char boundaries).
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let escaped = match b {
             b'\\' => "\\\\",
-            b'"' => "\\\"",
+            b'"' if quotes => "\\\"",
             b'\n' => "\\n",
             _ => continue,
         };

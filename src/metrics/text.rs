@@ -64,22 +64,10 @@ pub(super) fn election_labels(cluster: &str, path: &str, out: &mut String) {
 /// HELP text: the Prometheus text format escapes `\` and line feeds; the
 /// library's OpenMetrics writer leaves HELP as given (ours never need it).
 fn escape_help(help: &str, openmetrics: bool, out: &mut String) {
-    if openmetrics {
-        out.push_str(help);
-        return;
+    match openmetrics {
+        true => out.push_str(help),
+        false => super::encode::escape_help(help, out),
     }
-    let mut start = 0;
-    for (i, b) in help.bytes().enumerate() {
-        let escaped = match b {
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            _ => continue,
-        };
-        out.push_str(&help[start..i]);
-        out.push_str(escaped);
-        start = i + 1;
-    }
-    out.push_str(&help[start..]);
 }
 
 /// A value as both formats write it: integers in decimal, finite floats

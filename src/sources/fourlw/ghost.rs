@@ -58,89 +58,137 @@ pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Recei
     }
 }
 
-/// `cons`, parsed line by line as it arrives: a busy server's reply (about
-/// 200 bytes per connection) is never held whole, only the connections.
-/// ZooKeeper ends the reply with an empty line; without it the list is a
-/// part (the connection closed early, or the reply passed the size cap),
-/// and a session missing from a part is no evidence of a ghost: the reply
-/// counts as failed and the round as incomplete.
-async fn ask_cons(
+/// A reply read line by line as it arrives, never held whole.
+trait LineReply {
+    /// Takes one line; [`Flow::Enough`] once nothing more is needed.
+    fn line(&mut self, line: &str) -> Flow;
+    /// The reply, once the server has closed (or enough was read).
+    fn finish(self) -> Result<Reply, Failure>;
+}
+
+/// `cons`: only the connections are kept (about 200 bytes each in the
+/// reply). ZooKeeper ends the reply with an empty line; without it the
+/// list is a part (the connection closed early, or the reply passed the
+/// size cap), and a session missing from a part is no evidence of a
+/// ghost: the reply counts as failed and the round as incomplete.
+#[derive(Default)]
+struct ConsReply {
+    connections: Vec<parse::Connection>,
+    ended: bool,
+}
+
+impl LineReply for ConsReply {
+    fn line(&mut self, line: &str) -> Flow {
+        self.ended = line.trim().is_empty();
+        if let Some(c) = parse::parse_cons_line(line) {
+            self.connections.push(c);
+        }
+        Flow::More
+    }
+
+    fn finish(self) -> Result<Reply, Failure> {
+        match self.ended {
+            true => Ok(Reply::Cons(self.connections)),
+            false => Err(Failure::Truncated),
+        }
+    }
+}
+
+/// `dump`, up to the end of its session section (see
+/// [`parse::DumpReader`]): nothing past the sessions is parsed or kept, so
+/// an ensemble with millions of ephemerals still gives every session's
+/// expiry, without a size cap.
+struct DumpReply<'a> {
+    reader: parse::DumpReader,
+    server: &'a str,
+}
+
+impl LineReply for DumpReply<'_> {
+    fn line(&mut self, line: &str) -> Flow {
+        match self.reader.line(line) {
+            true => Flow::More,
+            false => Flow::Enough,
+        }
+    }
+
+    fn finish(self) -> Result<Reply, Failure> {
+        self.reader.finish().map(Reply::Dump).map_err(|e| {
+            super::log_unreadable(self.server, Command::Dump, &e.0);
+            Failure::Parse
+        })
+    }
+}
+
+/// Asks `command` and reads the reply with `reply`, up to `limit` bytes;
+/// a refusal (the whole reply, its first line) is the failure it names.
+async fn ask_lines(
     server: &str,
+    command: Command,
     timeout: Duration,
     tls: Option<&crate::config::zktls::ZkTls>,
+    limit: u64,
+    mut reply: impl LineReply,
 ) -> Exchange {
     let started = Instant::now();
-    let mut connections = Vec::new();
     let mut refusal = None;
     let mut first = true;
-    let mut ended = false;
-    let limit = client::MAX_REPLY_BYTES;
-    let word = Command::Cons.name();
+    let word = command.name();
     let result = client::exchange_lines(server, word, timeout, tls, limit, |line| {
         if first {
             first = false;
             refusal = parse::refusal(line);
         }
-        ended = line.trim().is_empty();
-        if let Some(c) = parse::parse_cons_line(line) {
-            connections.push(c);
+        match refusal {
+            Some(_) => Flow::Enough,
+            None => reply.line(line),
         }
-        Flow::More
     })
     .await;
     let result = match (result, refusal) {
         (Err(f), _) => Err(f),
         (Ok(()), Some(Refusal::NotAllowed)) => Err(Failure::NotAllowed),
         (Ok(()), Some(Refusal::NotServing)) => Err(Failure::NotServing),
-        (Ok(()), None) if !ended => Err(Failure::Truncated),
-        (Ok(()), None) => Ok(Reply::Cons(connections)),
+        (Ok(()), None) => reply.finish(),
     };
     Exchange {
-        command: Command::Cons,
+        command,
         duration: started.elapsed(),
         result,
     }
 }
 
-/// `dump`, read line by line up to the end of its session section (see
-/// [`parse::DumpReader`]): no size cap, since nothing past the sessions is
-/// parsed or kept, so an ensemble with millions of ephemerals still gives
-/// every session's expiry.
+async fn ask_cons(
+    server: &str,
+    timeout: Duration,
+    tls: Option<&crate::config::zktls::ZkTls>,
+) -> Exchange {
+    let limit = client::MAX_REPLY_BYTES;
+    ask_lines(
+        server,
+        Command::Cons,
+        timeout,
+        tls,
+        limit,
+        ConsReply::default(),
+    )
+    .await
+}
+
 async fn ask_dump(
     server: &str,
     timeout: Duration,
     tls: Option<&crate::config::zktls::ZkTls>,
 ) -> Exchange {
-    let started = Instant::now();
-    let mut reader = parse::DumpReader::default();
-    let mut refusal = None;
-    let mut first = true;
-    let word = Command::Dump.name();
-    let result = client::exchange_lines(server, word, timeout, tls, u64::MAX, |line| {
-        if first {
-            first = false;
-            refusal = parse::refusal(line);
-        }
-        match refusal.is_none() && reader.line(line) {
-            true => Flow::More,
-            false => Flow::Enough,
-        }
-    })
-    .await;
-    let result = match (result, refusal) {
-        (Err(f), _) => Err(f),
-        (Ok(()), Some(Refusal::NotAllowed)) => Err(Failure::NotAllowed),
-        (Ok(()), Some(Refusal::NotServing)) => Err(Failure::NotServing),
-        (Ok(()), None) => reader.finish().map(Reply::Dump).map_err(|e| {
-            super::log_unreadable(server, Command::Dump, &e.0);
-            Failure::Parse
-        }),
-    };
-    Exchange {
-        command: Command::Dump,
-        duration: started.elapsed(),
-        result,
-    }
+    let reader = parse::DumpReader::default();
+    ask_lines(
+        server,
+        Command::Dump,
+        timeout,
+        tls,
+        u64::MAX,
+        DumpReply { reader, server },
+    )
+    .await
 }
 
 /// One round: `cons` and `dump` of every member, then the tracker.
@@ -265,5 +313,28 @@ mod tests {
                 Err(Failure::Truncated)
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_dump_is_its_sessions_a_refusal_or_unreadable() {
+        let two = Duration::from_secs(2);
+        let reply = b"SessionTracker dump:\nSession Sets (1)/(1):\n1 expire at Mon Nov 30 09:30:14 UTC 2026:\n\t0x100\nephemeral nodes dump:\nSessions with Ephemerals (1):\n0x100:\n\t/a\n";
+        match ask_dump(&answer_once(reply).await, two, None).await.result {
+            Ok(Reply::Dump(d)) => assert_eq!(d.sessions.len(), 1),
+            other => panic!("{other:?}"),
+        }
+        let refused = b"dump is not executed because it is not in the whitelist.\n";
+        assert_eq!(
+            ask_dump(&answer_once(refused).await, two, None)
+                .await
+                .result,
+            Err(Failure::NotAllowed)
+        );
+        assert_eq!(
+            ask_dump(&answer_once(b"what\n").await, two, None)
+                .await
+                .result,
+            Err(Failure::Parse)
+        );
     }
 }
