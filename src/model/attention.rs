@@ -10,7 +10,6 @@
 //! `min_candidates`), else `ok`. Each follows from evidence the agent holds;
 //! a master whose session the ghost check cannot judge is `ok`.
 
-use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterState;
@@ -218,25 +217,6 @@ fn quotas(tiers: &[Tier], cap: usize) -> [usize; 3] {
     })
 }
 
-/// The elections a scrape gave series while the cluster was past its cap,
-/// kept for the lookup. A survey takes every election's state (hundreds of
-/// milliseconds at a million, under the read lock that the watch's writes
-/// wait for); a lookup asking whether one election has series should not
-/// repeat it. Under the cap every election has series at every scrape, so
-/// only the past-the-cap choice is remembered. Written by the scrape under
-/// the cluster's read lock, hence the mutex of its own.
-#[derive(Debug, Default)]
-pub struct ExportRecord(std::sync::Mutex<Option<Chosen>>);
-
-/// Paths given series, per tree.
-type Chosen = HashMap<TreeId, HashSet<Box<str>>>;
-
-impl ExportRecord {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Chosen>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 impl ClusterState {
     /// Elections watched, over every election tree.
     pub fn elections_watched(&self) -> usize {
@@ -253,11 +233,8 @@ impl ClusterState {
         if survey.total <= self.limits.max_elections {
             return;
         }
-        let mut chosen = Chosen::new();
-        for (t, p, _) in &survey.exported {
-            chosen.entry(t.id()).or_default().insert(Box::from(*p));
-        }
-        *self.export.lock() = Some(chosen);
+        let chosen = survey.exported.iter().map(|(t, p, _)| (t.id(), *p));
+        self.export.remember(chosen);
     }
 
     /// Whether election `path` of tree `tree` has per-election series:
@@ -271,10 +248,7 @@ impl ClusterState {
         if self.elections_watched() <= cap {
             return Some(true);
         }
-        let chosen = self.export.lock();
-        chosen
-            .as_ref()
-            .map(|c| c.get(&tree).is_some_and(|paths| paths.contains(path)))
+        self.export.chose(tree, path)
     }
 
     /// Surveys every election at `now`: the per-tree state counts and

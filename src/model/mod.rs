@@ -11,6 +11,7 @@ pub mod content;
 pub mod election;
 pub mod election_tree;
 pub mod ensemble;
+pub mod export;
 pub mod ghost;
 pub mod ghost_flags;
 pub mod groups;

@@ -46,7 +46,7 @@ pub struct ClusterState {
     /// Which elections the latest scrape gave series past the cap: how the
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
-    pub export: super::attention::ExportRecord,
+    pub export: super::export::ExportRecord,
 }
 
 /// What the failover probe measured.
