@@ -231,7 +231,8 @@ impl<'a> Scrape<'a> {
 /// One model's families.
 type Encode = fn(&mut DescriptorEncoder, &Scrape) -> fmt::Result;
 
-/// Every encoder, in exposition order. The `mntr` section is written apart
+/// Every encoder, in exposition order. The per-election families (first in
+/// the body, see [`text`]) and the `mntr` section (last) are written apart
 /// (see [`Exposition::render`]).
 const ENCODERS: [Encode; 16] = [
     lease::encode_leases,

@@ -12,6 +12,8 @@
 
 use std::fmt;
 
+use super::encode::escape;
+
 /// A family's type, as both formats name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -47,17 +49,12 @@ pub(super) trait Sink {
     fn sample(&mut self, e: &Election, extra: &[(&str, &str)], value: Value) -> fmt::Result;
 }
 
-/// Escapes a label value (both formats: `\`, `"`, line feed).
-pub(super) fn escape_label_value(s: &str, out: &mut String) {
-    super::encode::escape(s, out);
-}
-
 /// `cluster="…",election="…"` of an election, appended to `out`.
 pub(super) fn election_labels(cluster: &str, path: &str, out: &mut String) {
     out.push_str("cluster=\"");
-    escape_label_value(cluster, out);
+    escape(cluster, out);
     out.push_str("\",election=\"");
-    escape_label_value(path, out);
+    escape(path, out);
     out.push('"');
 }
 
@@ -71,7 +68,10 @@ fn escape_help(help: &str, openmetrics: bool, out: &mut String) {
 }
 
 /// A value as both formats write it: integers in decimal, finite floats
-/// in the shortest form that reads back exactly (`1.0`, `0.25`, `1e20`).
+/// in the shortest form that reads back exactly (`1.0`, `0.25`, `1e20`),
+/// as the library does. No family here has a non-finite value; if one
+/// did, it would be written as both specs spell it (`NaN`, `+Inf`), where
+/// the library's OpenMetrics writer would write `inf`.
 fn write_value(value: Value, out: &mut String) {
     match value {
         Value::U64(v) => out.push_str(itoa::Buffer::new().format(v)),
@@ -140,7 +140,7 @@ impl Sink for Text<'_> {
             out.push(',');
             out.push_str(k);
             out.push_str("=\"");
-            escape_label_value(v, out);
+            escape(v, out);
             out.push('"');
         }
         out.push_str("} ");
