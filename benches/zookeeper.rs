@@ -92,6 +92,127 @@ async fn switch_latency(zk: &ZkServer, fourlw: bool) {
     );
 }
 
+/// (a) for a node election at the top of a chroot (Kafka's `/controller`)
+/// while the rest of the chroot is busy: `writers` tasks rewrite partition
+/// state nodes elsewhere in it (as a Kafka with many partitions does), and
+/// the master's node is deleted and re-created by a standby as in
+/// [`node_switch_latency`]. Timed from the re-creation: a plain client's
+/// `exists` watch, that client also reading the node, and `/metrics`
+/// naming the standby. `cargo bench --bench zookeeper -- chroot`.
+async fn chroot_switch_latency(zk: &ZkServer, writers: usize) {
+    let base = unique_path("bench_chroot");
+    let admin = client(&zk.address()).await;
+    mkdir(&admin, &format!("{base}/brokers/topics")).await;
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\nchroot = \"{base}\"\n\
+         [clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"/controller\"\nstyle = \"node\"\n",
+        zk.address()
+    ));
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let mut states = Vec::new();
+    for p in 0..64 {
+        let node = format!("{base}/brokers/topics/t{p}");
+        admin.create(&node, b"", &persistent).await.unwrap();
+        let state = format!("{node}/state");
+        admin.create(&state, b"0", &persistent).await.unwrap();
+        states.push(state);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut churn = Vec::new();
+    for w in 0..writers {
+        let c = client(&zk.address()).await;
+        let (stop, written) = (stop.clone(), written.clone());
+        let mine: Vec<String> = states.iter().skip(w).step_by(writers).cloned().collect();
+        churn.push(tokio::spawn(async move {
+            let mut i = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = c
+                    .set_data(&mine[i % mine.len()], i.to_string().as_bytes(), None)
+                    .await;
+                written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    let standby = client(&zk.address()).await;
+    let watcher = client(&zk.address()).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let node = format!("{base}/controller");
+    let port = exporter.port;
+    let names = |who: &str| {
+        let wanted = format!("node=\"controller\",identity=\"{who}\"");
+        move || {
+            http_get(port, "/metrics").is_ok_and(|(_, body)| {
+                body.lines()
+                    .any(|l| l.starts_with("zookeeper_election_master{") && l.contains(&wanted))
+            })
+        }
+    };
+    let (mut plain, mut plain_read, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
+    // The agent's CPU while only the churn runs (no scrapes).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cpu_before = cpu_seconds(exporter.pid());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let idle_cpu = cpu_seconds(exporter.pid()) - cpu_before;
+    let started = Instant::now();
+    let written_before = written.load(std::sync::atomic::Ordering::Relaxed);
+    for _ in 0..40 {
+        admin.create(&node, b"m", &ephemeral).await.unwrap();
+        let master_m = names("m");
+        wait_for("master visible", Duration::from_secs(20), || {
+            if master_m() {
+                Ok(())
+            } else {
+                Err("not yet".into())
+            }
+        });
+        admin.delete(&node, None).await.unwrap();
+        let (_, watch) = watcher.check_and_watch_stat(&node).await.unwrap();
+        let t0 = Instant::now();
+        let reader = watcher.clone();
+        let read_node = node.clone();
+        let plain_task = tokio::spawn(async move {
+            watch.changed().await;
+            let seen = t0.elapsed();
+            let _ = reader.get_data(&read_node).await;
+            (seen, t0.elapsed())
+        });
+        standby.create(&node, b"s", &ephemeral).await.unwrap();
+        let master_s = names("s");
+        let scrape_task = tokio::task::spawn_blocking(move || {
+            while !master_s() {}
+            t0.elapsed()
+        });
+        let (seen, read) = plain_task.await.unwrap();
+        plain.push(seen);
+        plain_read.push(read);
+        scrape.push(scrape_task.await.unwrap());
+        standby.delete(&node, None).await.unwrap();
+    }
+    let rate = (written.load(std::sync::atomic::Ordering::Relaxed) - written_before) as f64
+        / started.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in churn {
+        let _ = c.await;
+    }
+    plain.sort();
+    plain_read.sort();
+    scrape.sort();
+    println!(
+        "(a) node election at the chroot's top, {writers} writers elsewhere in the chroot ({rate:.0} writes/s): plain watch median {:.2?} p90 {:.2?}; watch and read median {:.2?}; on /metrics median {:.2?} p90 {:.2?}; ratio of medians {:.2} (to watch and read {:.2})",
+        percentile(&plain, 0.5),
+        percentile(&plain, 0.9),
+        percentile(&plain_read, 0.5),
+        percentile(&scrape, 0.5),
+        percentile(&scrape, 0.9),
+        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64(),
+        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain_read, 0.5).as_secs_f64()
+    );
+    println!("    the agent's CPU over 10 s of that churn alone (no scrapes): {idle_cpu:.2} s");
+}
+
 /// GET /metrics as raw bytes: the client does no decoding, so the time is
 /// the exporter's (render + write) plus loopback transfer.
 /// (a) for a node-style election: the master's node is deleted, then a
@@ -781,6 +902,16 @@ fn main() {
         // 200,000 with every election exported would make ZooKeeper itself
         // (1.2 million nodes on these two cores) stop answering simulate.
         scale(&zk, 200_000, "");
+        return;
+    }
+    if std::env::args().any(|a| a == "chroot") {
+        let zk = ZkServer::start();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(chroot_switch_latency(&zk, 0));
+        runtime.block_on(chroot_switch_latency(&zk, 4));
         return;
     }
     if std::env::args().any(|a| a == "ensemble") {
