@@ -590,3 +590,127 @@ async fn solr_overseer_record_is_read_beside_its_sequential_election() {
         })
         .await;
 }
+
+/// A node election with no `*` is watched node by node (its parent, its
+/// node, its epoch), not by a recursive watch on its parent: writes
+/// elsewhere in the chroot never reach it, and its parent deleted and
+/// created again around its node, step by step or in one transaction,
+/// ends where ZooKeeper is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_node_election_sees_only_its_own_nodes() {
+    let zk = shared_server();
+    let root = unique_path("nodes");
+    let admin = client(&zk.address()).await;
+    let elsewhere = format!("{root}/brokers/topics/t/state");
+    mkdir(&admin, &elsewhere).await;
+    let exporter = Exporter::start(&format!(
+        "[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\nchroot = \"{root}\"\n\
+         [clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"/app/leader\"\nstyle = \"node\"\nepoch = \"/app/epoch\"\n",
+        zk.address()
+    ));
+    let tree = [("cluster", "test"), ("tree", "/app/leader")];
+    let election = [("cluster", "test"), ("election", "/app/leader")];
+    let master = |m: &Metrics| {
+        m.series("zookeeper_election_master", &election)
+            .first()
+            .and_then(|(l, _)| l.get("identity").cloned())
+    };
+    let epoch = |m: &Metrics| m.get("zookeeper_election_epoch", &election);
+    let has_master = |m: &Metrics| m.get("zookeeper_election_has_master", &election);
+    let m = exporter
+        .until("the tree synced", T, |m| {
+            m.get("zookeeper_tree_synced", &tree) == Some(1.0)
+        })
+        .await;
+    assert_eq!(has_master(&m), None, "no parent, no election");
+
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let (app, leader, epoch_node) = (
+        format!("{root}/app"),
+        format!("{root}/app/leader"),
+        format!("{root}/app/epoch"),
+    );
+    admin.create(&app, b"", &persistent).await.unwrap();
+    admin.create(&epoch_node, b"3", &persistent).await.unwrap();
+    let holder = client(&zk.address()).await;
+    holder.create(&leader, b"a", &ephemeral).await.unwrap();
+    let m = exporter
+        .until("a is master at epoch 3", T, |m| {
+            master(m).as_deref() == Some("a") && epoch(m) == Some(3.0)
+        })
+        .await;
+    let events = m.get("zookeeper_tree_watch_events_total", &tree).unwrap();
+    // 200 writes elsewhere in the chroot, then one the tree does see: it
+    // is seen with no event but its own (a recursive watch on the chroot
+    // would have delivered all 201, in order, by then).
+    for i in 0..200 {
+        admin
+            .set_data(&elsewhere, i.to_string().as_bytes(), None)
+            .await
+            .unwrap();
+    }
+    admin.set_data(&epoch_node, b"4", None).await.unwrap();
+    let m = exporter
+        .until("epoch 4", T, |m| epoch(m) == Some(4.0))
+        .await;
+    assert_eq!(
+        m.get("zookeeper_tree_watch_events_total", &tree),
+        Some(events + 1.0),
+        "only the epoch's own event arrived"
+    );
+
+    // The parent goes and comes back, one step at a time.
+    admin.delete(&leader, None).await.unwrap();
+    exporter
+        .until("masterless", T, |m| has_master(m) == Some(0.0))
+        .await;
+    admin.delete(&epoch_node, None).await.unwrap();
+    admin.delete(&app, None).await.unwrap();
+    exporter
+        .until("the election gone with its parent", T, |m| {
+            has_master(m).is_none()
+        })
+        .await;
+    admin.create(&app, b"", &persistent).await.unwrap();
+    let m = exporter
+        .until("the election back, masterless", T, |m| {
+            has_master(m) == Some(0.0)
+        })
+        .await;
+    assert_eq!(epoch(&m), None, "no epoch node yet");
+    admin.create(&epoch_node, b"5", &persistent).await.unwrap();
+    holder.create(&leader, b"b", &ephemeral).await.unwrap();
+    exporter
+        .until("b is master at epoch 5", T, |m| {
+            master(m).as_deref() == Some("b") && epoch(m) == Some(5.0)
+        })
+        .await;
+
+    // In one transaction: the master's node, the epoch and the parent
+    // deleted and created again. Nobody can see the parent absent, and
+    // the watches' events may be applied in any order across watches:
+    // each time the agent must end with the new master and epoch.
+    for i in 0..10u8 {
+        let (who, next) = (format!("c{i}"), (6 + i).to_string());
+        let mut multi = admin.new_multi_writer();
+        multi.add_delete(&leader, None).unwrap();
+        multi.add_delete(&epoch_node, None).unwrap();
+        multi.add_delete(&app, None).unwrap();
+        multi.add_create(&app, b"", &persistent).unwrap();
+        multi
+            .add_create(&epoch_node, next.as_bytes(), &persistent)
+            .unwrap();
+        multi
+            .add_create(&leader, who.as_bytes(), &ephemeral)
+            .unwrap();
+        multi.commit().await.unwrap();
+        let m = exporter
+            .until(&format!("{who} is master at epoch {next}"), T, |m| {
+                master(m).as_deref() == Some(who.as_str()) && epoch(m) == Some(f64::from(6 + i))
+            })
+            .await;
+        assert_eq!(has_master(&m), Some(1.0));
+    }
+}

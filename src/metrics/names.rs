@@ -155,6 +155,7 @@ pub const TREE_NODES: &str = "zookeeper_tree_nodes";
 pub const TREE_EPHEMERAL_NODES: &str = "zookeeper_tree_ephemeral_nodes";
 pub const TREE_IGNORED_NODES: &str = "zookeeper_tree_ignored_nodes";
 pub const TREE_SYNC_FAILURES: &str = "zookeeper_tree_sync_failures";
+pub const TREE_WATCH_EVENTS: &str = "zookeeper_tree_watch_events";
 pub const TREE_MASTERLESS_DURATION_SECONDS: &str = "zookeeper_tree_masterless_duration_seconds";
 pub const TREE_HANDOVER_SECONDS: &str = "zookeeper_tree_handover_seconds";
 
@@ -286,6 +287,7 @@ pub const ALL: &[&str] = &[
     TREE_EPHEMERAL_NODES,
     TREE_IGNORED_NODES,
     TREE_SYNC_FAILURES,
+    TREE_WATCH_EVENTS,
     TREE_MASTERLESS_DURATION_SECONDS,
     TREE_HANDOVER_SECONDS,
     FOURLW_MNTR_DROPPED_KEYS,

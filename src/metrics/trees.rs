@@ -199,6 +199,13 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
     )?;
     family(
         enc,
+        names::TREE_WATCH_EVENTS,
+        "Node events the tree's persistent watches delivered, whether they changed anything: what following the tree costs. A recursive watch on a busy subtree delivers every event in it.",
+        MetricType::Counter,
+        |m| each_tree(clusters, |l, t| counter(m, l, t.watch_events())),
+    )?;
+    family(
+        enc,
         names::TREE_MASTERLESS_DURATION_SECONDS,
         "Durations of ended masterless periods of the tree's elections.",
         MetricType::Histogram,

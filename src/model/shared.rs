@@ -17,7 +17,7 @@ use super::ghost::Round;
 use super::now::Now;
 use super::session::SessionState;
 use super::timeline::Event;
-use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource};
+use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource, WatchScope};
 
 /// A cluster's models behind one lock. Writers hold it only to apply data
 /// already read; readers (a scrape, an API call) hold it while they render.
@@ -204,7 +204,21 @@ impl SharedCluster {
     /// Changes of one or more trees, applied in order under one lock.
     /// Returns whether the guard dropped series nobody was told about yet.
     pub fn trees_changed(&self, changes: Vec<(TreeId, TreeChange)>, now: Now) -> bool {
+        self.events_applied(&[], changes, now)
+    }
+
+    /// [`Self::trees_changed`] for what a batch of watch events changed,
+    /// with the number of events each tree's watches delivered in it.
+    pub fn events_applied(
+        &self,
+        delivered: &[(TreeId, u64)],
+        changes: Vec<(TreeId, TreeChange)>,
+        now: Now,
+    ) -> bool {
         let mut g = self.write();
+        for (id, n) in delivered {
+            g.events_delivered(*id, *n);
+        }
         for (id, change) in changes {
             g.apply(id, change, now);
         }
@@ -218,7 +232,7 @@ impl SharedCluster {
         let tree = g.tree(id)?;
         Some(WatchPlan {
             pattern: tree.pattern().clone(),
-            root: tree.watch_root(),
+            scope: tree.watch_scope(),
             sequential: tree
                 .as_elections()
                 .is_some_and(|e| e.spec().style.is_sequential()),
@@ -383,8 +397,8 @@ impl SharedCluster {
 #[derive(Debug, Clone)]
 pub struct WatchPlan {
     pub pattern: TreePattern,
-    /// Where its recursive watch goes (see [`Tree::watch_root`]).
-    pub root: String,
+    /// Which watches follow it (see [`Tree::watch_scope`]).
+    pub scope: WatchScope,
     /// It holds sequential elections, whose election nodes must be
     /// persistent (their children are the candidates).
     pub sequential: bool,

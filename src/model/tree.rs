@@ -13,7 +13,7 @@ pub use super::pattern::{PathKind, TreePattern};
 
 pub use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
-use super::election_tree::{ElectionSpec, ElectionTree};
+use super::election_tree::{ElectionSpec, ElectionTree, Style};
 use super::groups::{GroupSpec, GroupTree};
 use super::locks::{LockSpec, LockTree};
 use super::now::Now;
@@ -88,6 +88,24 @@ fn hash_of(value: &impl std::hash::Hash) -> u64 {
     h.finish()
 }
 
+/// Which persistent watches follow a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchScope {
+    /// One recursive watch on this path: every event below it, in
+    /// ZooKeeper's order.
+    Recursive(String),
+    /// One non-recursive watch on `parent`, on its election `node` and
+    /// on each of its `siblings` the tree reads (the epoch). Each watch
+    /// delivers its events in order, but not in order with the others':
+    /// the parent's creation or deletion is therefore checked by a read,
+    /// never applied as told.
+    Nodes {
+        parent: String,
+        node: String,
+        siblings: Vec<String>,
+    },
+}
+
 /// One watched tree.
 #[derive(Debug, Clone)]
 pub struct Tree {
@@ -100,6 +118,8 @@ pub struct Tree {
     loaded: bool,
     sync_error: Option<String>,
     sync_failures: u64,
+    /// Node events its watches delivered, whether they changed anything.
+    watch_events: u64,
 }
 
 impl Tree {
@@ -118,6 +138,7 @@ impl Tree {
             loaded: false,
             sync_error: None,
             sync_failures: 0,
+            watch_events: 0,
         }
     }
 
@@ -259,6 +280,33 @@ impl Tree {
         }
     }
 
+    /// How the tree is watched. A node election with no `*` (Kafka's
+    /// `/controller`, HBase's `/hbase/master`) watches its parent, its node
+    /// and its epoch one by one: a recursive watch on the parent would
+    /// deliver every event of everything beside it (for `/controller`, the
+    /// whole chroot). Not with a record (HDFS's breadcrumb): a handover is
+    /// timed from the node's deletion to the record's write, an order that
+    /// only one watch keeps.
+    pub fn watch_scope(&self) -> WatchScope {
+        if let Some(spec) = self.as_elections().map(|e| e.spec())
+            && let Style::Node(node) = &spec.style
+            && self.pattern.is_single()
+            && spec.record.is_none()
+        {
+            let parent = self.pattern.root();
+            let path = |name: &str| match parent.as_str() {
+                "/" => format!("/{name}"),
+                p => format!("{p}/{name}"),
+            };
+            return WatchScope::Nodes {
+                node: path(&node.name),
+                siblings: node.epoch.iter().map(|e| path(e)).collect(),
+                parent,
+            };
+        }
+        WatchScope::Recursive(self.watch_root())
+    }
+
     /// The record of sequential election `election` was read: its data
     /// and owner session, `None` when it does not exist.
     pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
@@ -285,6 +333,18 @@ impl Tree {
     /// until the resync after the reconnect; values stay, but are stale.
     pub fn synced(&self) -> bool {
         self.synced
+    }
+
+    /// Node events its watches delivered: what following it costs (a
+    /// recursive watch on a busy subtree delivers events it reads no
+    /// further).
+    pub fn watch_events(&self) -> u64 {
+        self.watch_events
+    }
+
+    /// `n` more events of its watches arrived.
+    pub fn events_delivered(&mut self, n: u64) {
+        self.watch_events += n;
     }
 
     /// Marks the tree stale (session lost); the last values are kept.

@@ -1,6 +1,6 @@
 //! ZooKeeper session sources: one session per cluster ([`session`], built
 //! and retried by [`lifecycle`] through [`connect`]) that watches every tree with persistent
-//! recursive watches ([`watch`]) or, on servers before 3.6, one-shot
+//! watches, recursive or node by node ([`watch`]) or, on servers before 3.6, one-shot
 //! watches ([`oneshot`]), reading in batches ([`read`]).
 
 pub mod connect;

@@ -1,22 +1,24 @@
-//! Tree watching: one persistent recursive watch per tree root, full listings
-//! in batched multi-reads, and events turned into model calls.
+//! Tree watching: one persistent recursive watch per tree root (or, for a
+//! node election with no `*`, one watch per node it reads:
+//! [`WatchScope`]), full listings in batched multi-reads, and events turned
+//! into model calls.
 //!
 //! Cost per change is O(changed nodes): an event names one path, the tree
 //! classifies it, and only created or changed candidates are read (together,
 //! in one multi-read per batch of events). Full listings happen only at start,
 //! after a reconnect, and when a failed sync is retried.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zookeeper_client::{AddWatchMode, Client, EventType, WatchedEvent};
+use zookeeper_client::{AddWatchMode, Client, EventType, PersistentWatcher, WatchedEvent};
 
 use super::read::{Op, as_child, as_children, join, multi_read};
 
 use crate::model::Now;
 use crate::model::outer_record::OuterRecord;
-use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern};
+use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern, WatchScope};
 use crate::model::{SharedCluster, TreeChange, WatchPlan};
 
 /// Events applied under one lock and one multi-read.
@@ -33,54 +35,84 @@ pub struct TreeEvent {
     pub event: WatchedEvent,
 }
 
-/// The live persistent watch of one tree: a task forwarding its events.
-/// Dropping it removes the watch.
+/// The live persistent watches of one tree: a task per watch forwarding
+/// its events. Dropping it removes the watches.
 #[derive(Debug)]
 pub struct TreeWatch {
-    forwarder: JoinHandle<()>,
+    forwarders: Vec<JoinHandle<()>>,
 }
 
 impl Drop for TreeWatch {
     fn drop(&mut self) {
-        // Dropping the task drops the PersistentWatcher, which unregisters it.
-        self.forwarder.abort();
+        // Dropping a task drops its PersistentWatcher, which unregisters it.
+        for f in &self.forwarders {
+            f.abort();
+        }
     }
 }
 
-/// Places the persistent recursive watch on the tree root and starts
-/// forwarding its node events. Session events are not forwarded (the session
-/// loop follows the state watcher); the forwarder stops at a terminal state,
-/// because polling a persistent watcher after one panics.
+/// Places the tree's persistent watches (one recursive watch, or one
+/// watch per node: [`WatchScope`]) and starts forwarding their node
+/// events. Session events are not forwarded (the session loop follows the
+/// state watcher); a forwarder stops at a terminal state, because polling
+/// a persistent watcher after one panics.
 pub async fn start_watch(
     client: &Client,
     tree: TreeId,
-    root: &str,
+    scope: &WatchScope,
     generation: u64,
     tx: mpsc::UnboundedSender<TreeEvent>,
 ) -> Result<TreeWatch, zookeeper_client::Error> {
-    let mut watcher = client
-        .watch(root, AddWatchMode::PersistentRecursive)
-        .await?;
-    let forwarder = tokio::spawn(async move {
-        loop {
-            let event = watcher.changed().await;
-            if event.event_type == EventType::Session {
-                if event.session_state.is_terminated() {
-                    break;
-                }
-                continue;
-            }
-            let event = TreeEvent {
-                tree,
-                generation,
-                event,
-            };
-            if tx.send(event).is_err() {
+    let placed: Vec<(&str, AddWatchMode)> = match scope {
+        WatchScope::Recursive(root) => vec![(root.as_str(), AddWatchMode::PersistentRecursive)],
+        WatchScope::Nodes {
+            parent,
+            node,
+            siblings,
+        } => [parent, node]
+            .into_iter()
+            .chain(siblings)
+            .map(|p| (p.as_str(), AddWatchMode::Persistent))
+            .collect(),
+    };
+    let mut watch = TreeWatch {
+        forwarders: Vec::with_capacity(placed.len()),
+    };
+    for (path, mode) in placed {
+        // On an error `watch` is dropped, and with it the watches placed.
+        let watcher = client.watch(path, mode).await?;
+        watch
+            .forwarders
+            .push(tokio::spawn(forward(watcher, tree, generation, tx.clone())));
+    }
+    Ok(watch)
+}
+
+/// Forwards one watch's node events until the session ends or the
+/// receiver is gone.
+async fn forward(
+    mut watcher: PersistentWatcher,
+    tree: TreeId,
+    generation: u64,
+    tx: mpsc::UnboundedSender<TreeEvent>,
+) {
+    loop {
+        let event = watcher.changed().await;
+        if event.event_type == EventType::Session {
+            if event.session_state.is_terminated() {
                 break;
             }
+            continue;
         }
-    });
-    Ok(TreeWatch { forwarder })
+        let event = TreeEvent {
+            tree,
+            generation,
+            event,
+        };
+        if tx.send(event).is_err() {
+            break;
+        }
+    }
 }
 
 /// Reads data and stat of `paths` (children of elections) as [`ChildNode`]s;
@@ -239,34 +271,151 @@ pub async fn apply_events(
     events: Vec<TreeEvent>,
     state: &SharedCluster,
 ) -> Result<Applied, zookeeper_client::Error> {
-    let mut to_read: Vec<String> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let to_read = paths_to_read(routes, &events);
+    let read = read_children(client, &to_read, state).await?;
+    let (changes, mut applied) = changes_of(routes, &events, &to_read, &read);
+    let mut delivered: Vec<(TreeId, u64)> = Vec::new();
     for e in &events {
-        let path = e.event.path.as_str();
-        let needed = routes.get(&e.tree).is_some_and(|r| needs_read(r, e));
-        if needed && !index.contains_key(path) {
-            index.insert(path, to_read.len());
-            to_read.push(path.to_owned());
+        match delivered.iter_mut().find(|(id, _)| *id == e.tree) {
+            Some((_, n)) => *n += 1,
+            None => delivered.push((e.tree, 1)),
         }
     }
-    let read = read_children(client, &to_read, state).await?;
+    applied.drops_to_report = state.events_applied(&delivered, changes, Now::current());
+    Ok(applied)
+}
+
+/// The nodes a batch of events needs read, each once.
+fn paths_to_read(routes: &HashMap<TreeId, WatchPlan>, events: &[TreeEvent]) -> Vec<String> {
+    let mut to_read: Vec<String> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut add = |path| {
+        if seen.insert(path) {
+            to_read.push(path.to_owned());
+        }
+    };
+    for e in events {
+        let Some(route) = routes.get(&e.tree) else {
+            continue;
+        };
+        if let Some(check) = ParentCheck::of(route, e) {
+            check.paths().for_each(&mut add);
+        } else if needs_read(route, e) {
+            add(e.event.path.as_str());
+        }
+    }
+    to_read
+}
+
+/// What a batch of events changes, given `read` (the nodes of
+/// [`paths_to_read`] as read after the batch arrived), in the batch's
+/// order; misfits apart.
+fn changes_of(
+    routes: &HashMap<TreeId, WatchPlan>,
+    events: &[TreeEvent],
+    to_read: &[String],
+    read: &[Option<ChildNode>],
+) -> (Vec<(TreeId, TreeChange)>, Applied) {
+    let index: HashMap<&str, usize> = to_read
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.as_str(), i))
+        .collect();
     // A node with several events in the batch was read once; each of its
     // events applies that one reading. `None`: gone again before the read.
     let reading = |path: &str| index.get(path).and_then(|i| read[*i].as_ref());
     let mut changes = Vec::with_capacity(events.len());
     let mut applied = Applied::default();
-    for e in &events {
+    for e in events {
         let Some(route) = routes.get(&e.tree) else {
             continue;
         };
+        if let Some(check) = ParentCheck::of(route, e) {
+            changes.extend(check.changes(reading).into_iter().map(|c| (e.tree, c)));
+            continue;
+        }
         match change_of(route, e, reading(&e.event.path)) {
             Some(Ok(change)) => changes.push((e.tree, change)),
             Some(Err(misfit)) => applied.misfits.push((e.tree, misfit)),
             None => {}
         }
     }
-    applied.drops_to_report = state.trees_changed(changes, Now::current());
-    Ok(applied)
+    (changes, applied)
+}
+
+/// An event of the parent's own watch in a tree watched node by node
+/// ([`WatchScope::Nodes`]): the parent created or deleted. It is not
+/// applied as told, since the node's events come on another watch and may
+/// be applied before or after it (a parent deleted and created again
+/// around its node would otherwise leave an election with a master
+/// masterless, or gone). What the parent, its node and siblings are when
+/// read decides.
+struct ParentCheck<'a> {
+    parent: &'a str,
+    node: &'a str,
+    siblings: &'a [String],
+}
+
+impl<'a> ParentCheck<'a> {
+    fn of(route: &'a WatchPlan, e: &TreeEvent) -> Option<Self> {
+        let WatchScope::Nodes {
+            parent,
+            node,
+            siblings,
+        } = &route.scope
+        else {
+            return None;
+        };
+        let created_or_deleted = matches!(
+            e.event.event_type,
+            EventType::NodeCreated | EventType::NodeDeleted
+        );
+        (created_or_deleted && e.event.path == *parent).then_some(Self {
+            parent,
+            node,
+            siblings,
+        })
+    }
+
+    /// What is read to decide.
+    fn paths(&self) -> impl Iterator<Item = &'a str> {
+        [self.parent, self.node]
+            .into_iter()
+            .chain(self.siblings.iter().map(String::as_str))
+    }
+
+    /// The parent absent: its node and siblings are gone too (ZooKeeper
+    /// deletes no node with children), the node first, so the master
+    /// leaves as its own deletion says (its event, still to come, then
+    /// changes nothing). The parent present: it is known (a no-op if it
+    /// was), and its siblings are as read, since their own events may have
+    /// come while the election was not known and been dropped. The node
+    /// itself follows only its own events, which keep their order: a read
+    /// here could count a switch its events count again.
+    fn changes(&self, reading: impl Fn(&str) -> Option<&'a ChildNode>) -> Vec<TreeChange> {
+        let name = |path: &str| path.rsplit('/').next().unwrap_or_default().to_owned();
+        let deleted = |path: &str| TreeChange::ChildDeleted {
+            parent: self.parent.into(),
+            name: name(path),
+        };
+        if reading(self.parent).is_none() {
+            return [self.node]
+                .into_iter()
+                .chain(self.siblings.iter().map(String::as_str))
+                .map(deleted)
+                .chain([TreeChange::ParentDeleted(self.parent.into())])
+                .collect();
+        }
+        std::iter::once(TreeChange::ParentCreated(self.parent.into()))
+            .chain(self.siblings.iter().map(|s| match reading(s) {
+                Some(child) => TreeChange::ChildUpserted {
+                    parent: self.parent.into(),
+                    child: child.clone(),
+                },
+                None => deleted(s),
+            }))
+            .collect()
+    }
 }
 
 /// For a group with an `alive` marker: the (group, member) whose marker
@@ -388,3 +537,6 @@ fn marker_change(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

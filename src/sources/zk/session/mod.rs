@@ -107,7 +107,7 @@ struct Watched {
     plan: WatchPlan,
     /// Generation of the tree's live watch; events of others are stale.
     current: Option<u64>,
-    /// Persistent mode: the forwarder of the tree's recursive watch.
+    /// Persistent mode: the forwarders of the tree's watches.
     watch: Option<TreeWatch>,
     /// One-shot mode: intermediate nodes carrying a child watch.
     levels: HashSet<String>,
@@ -493,7 +493,7 @@ impl<'a> Session<'a> {
         match self.mode {
             Mode::Persistent => {
                 let tx = self.tx.clone();
-                let watch = start_watch(&self.client, id, &plan.root, self.generation, tx).await?;
+                let watch = start_watch(&self.client, id, &plan.scope, self.generation, tx).await?;
                 if let Some(w) = self.watched.get_mut(&id) {
                     w.watch = Some(watch);
                 }
