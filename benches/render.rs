@@ -16,6 +16,12 @@ fn main() {
     zk_election_exporter::os::cap_allocator_arenas();
     // `cargo bench --bench render -- million`: the default cap at a
     // million elections (issue 27), apart from the rest.
+    // `cargo bench --bench render -- status`: the status page's body at
+    // 100,000 elections, the default cap, a busy hour in the timeline.
+    if std::env::args().any(|a| a == "status") {
+        status(100_000, 10_000);
+        return;
+    }
     if std::env::args().any(|a| a == "million") {
         scaled(1_000_000, 10_000, &[false]);
         return;
@@ -90,6 +96,70 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
             times[times.len() - 1]
         );
     }
+}
+
+/// The status page's body (`ClusterStatus::of`, as `/status` and
+/// `/api/v1/status` build it under the read lock) for `elections` x 3
+/// candidates at `max_elections = cap`, with a full ring of switches
+/// (`timeline_size`, 10,000) in the last hour: a mass failover, when the
+/// page is opened.
+fn status(elections: usize, cap: usize) {
+    use zk_election_exporter::api::status::ClusterStatus;
+    use zk_election_exporter::model::timeline::{Master, What};
+    let mut tree = Tree::elections(
+        TreePattern::parse("/wechat/bots/*").unwrap(),
+        IdentityMode::Data,
+    );
+    let listing = (0..elections)
+        .map(|i| {
+            let children = (0..3)
+                .map(|j| ChildNode {
+                    name: format!("instance_{:010}", j),
+                    data: format!("device-{i}-{j}").into_bytes(),
+                    ephemeral_owner: 1,
+                    ctime_ms: 1_700_000_000_000,
+                })
+                .collect();
+            (format!("/wechat/bots/bot_{i:06}"), children)
+        })
+        .collect();
+    tree.apply_listing(listing, Now::current());
+    let mut state = ClusterState::new("bench".into(), vec![tree], false);
+    state.limits.max_elections = cap;
+    state.limits.max_tracked_elections = elections;
+    let wall = std::time::SystemTime::now();
+    let master = |n: usize| Master {
+        node: format!("instance_{n:010}"),
+        identity: format!("device-{n}"),
+        owner: 1,
+    };
+    for k in 0..10_000 {
+        state.timeline.push(
+            wall - Duration::from_millis(300 * (10_000 - k as u64)),
+            format!("/wechat/bots/bot_{:06}", k * 7 % elections),
+            What::Switch {
+                from: Some(master(0)),
+                to: master(1),
+                cause: None,
+                masterless: None,
+            },
+        );
+    }
+    let mut times = Vec::new();
+    let mut rows = 0;
+    for _ in 0..11 {
+        let start = Instant::now();
+        let body = ClusterStatus::of(&state, Instant::now(), wall);
+        times.push(start.elapsed());
+        rows = body.elections.len();
+    }
+    times.sort();
+    println!(
+        "status body at {elections} elections, cap {cap}, 10,000 switches in the last hour: {rows} rows, median {:.1?}, min {:.1?}, max {:.1?}",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
 }
 
 /// Cost of one four-letter-word collection inside the exporter: parse and

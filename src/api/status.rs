@@ -3,6 +3,7 @@
 //! needing attention first), the locks held, the latest events; and the
 //! alerts being pushed.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -157,10 +158,7 @@ impl StatusBody {
 impl ClusterStatus {
     pub fn of(c: &ClusterState, now: Instant, wall: SystemTime) -> Self {
         let survey = c.survey(now);
-        let mut elections = election_rows(c, &survey.exported, now, wall);
-        // Those needing attention first, then path order.
-        elections.sort_by_key(|(state, _)| *state);
-        let shown_of = elections.len();
+        let elections = election_rows(c, &survey.exported, now, wall);
         let locks = c
             .trees
             .iter()
@@ -177,8 +175,8 @@ impl ClusterStatus {
             .collect();
         Self {
             cluster: c.name.clone(),
-            elections: elections.into_iter().take(ROWS).map(|(_, r)| r).collect(),
-            elections_shown_of: shown_of,
+            elections,
+            elections_shown_of: survey.exported.len(),
             elections_watched: survey.total,
             // Lock hand-overs and member churn are routine and frequent:
             // the locks table shows holders; /api/v1/events has them all.
@@ -223,26 +221,48 @@ fn member_rows(c: &ClusterState) -> Vec<MemberRow> {
         .collect()
 }
 
+/// The [`ROWS`] rows shown of the exported elections: those needing
+/// attention first, then path order. Every state is judged (for the
+/// order), but only the rows shown are built, and the last hour's switches
+/// are counted in one pass over the timeline, not one per election: the
+/// page is opened during a mass failover, and is built under the read
+/// lock that the watch waits on.
 fn election_rows(
     c: &ClusterState,
     exported: &[crate::model::attention::Exported<'_>],
     now: Instant,
     wall: SystemTime,
-) -> Vec<(ElectionState, ElectionRow)> {
-    let hour_ago = wall - Duration::from_secs(3600);
-    exported
+) -> Vec<ElectionRow> {
+    let mut order: Vec<(ElectionState, usize)> = exported
         .iter()
-        .map(|(tree, path, election)| {
+        .enumerate()
+        .map(|(i, (tree, path, election))| {
+            let state = tree
+                .as_elections()
+                .map_or(ElectionState::Ok, |t| c.state_of(t, path, election, now));
+            (state, i)
+        })
+        .collect();
+    // Stable: path order within a state.
+    order.sort_by_key(|(state, _)| *state);
+    order.truncate(ROWS);
+    let hour_ago = wall - Duration::from_secs(3600);
+    let mut last_hour: HashMap<&str, usize> = HashMap::new();
+    for e in c
+        .timeline
+        .newest_of(Class::Elections)
+        .take_while(|e| e.at >= hour_ago)
+        .filter(|e| e.what.kind() == "switch")
+    {
+        *last_hour.entry(e.election.as_str()).or_default() += 1;
+    }
+    order
+        .into_iter()
+        .map(|(state, i)| {
+            let (tree, path, election) = &exported[i];
             let tree = tree.as_elections();
-            let state = tree.map_or(ElectionState::Ok, |t| c.state_of(t, path, election, now));
-            let switches_last_hour = c
-                .timeline
-                .newest_of(Class::Elections)
-                .take_while(|e| e.at >= hour_ago)
-                .filter(|e| e.election == *path && e.what.kind() == "switch")
-                .count();
             let master = election.master();
-            let row = ElectionRow {
+            ElectionRow {
                 candidates: tree.and_then(|t| c.candidates_of(t, path, election)),
                 election: (*path).to_owned(),
                 ghost: state == ElectionState::Ghost,
@@ -251,9 +271,83 @@ fn election_rows(
                 since: master.as_ref().map(|m| rfc3339_seconds(m.since)),
                 state: state.label(),
                 switches: election.changes(),
-                switches_last_hour,
-            };
-            (state, row)
+                switches_last_hour: last_hour.get(*path).copied().unwrap_or(0),
+            }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Now;
+    use crate::model::candidate::IdentityMode;
+    use crate::model::timeline::{Master, What};
+    use crate::model::tree::{ChildNode, Tree, TreePattern};
+
+    fn candidate(name: &str) -> ChildNode {
+        ChildNode {
+            name: name.into(),
+            data: name.as_bytes().to_vec(),
+            ephemeral_owner: 1,
+            ctime_ms: 1_700_000_000_000,
+        }
+    }
+
+    /// Rows: those needing attention first, then path order, only
+    /// [`ROWS`] of them; each with its own switches of the last hour.
+    #[test]
+    fn rows_put_attention_first_and_count_the_last_hour_per_election() {
+        let mut tree = Tree::elections(TreePattern::parse("/e/*").unwrap(), IdentityMode::Node);
+        let listing = (0..ROWS + 10)
+            .map(|i| {
+                // Every election but /e/e005 has a master.
+                let children = match i {
+                    5 => Vec::new(),
+                    _ => vec![candidate("n_0000000001")],
+                };
+                (format!("/e/e{i:03}"), children)
+            })
+            .collect();
+        let at = Now::current();
+        tree.apply_listing(listing, at);
+        let mut c = ClusterState::new("c".into(), vec![tree], false);
+        let master = |n: &str| Master {
+            node: n.into(),
+            identity: n.into(),
+            owner: 1,
+        };
+        let switch = || What::Switch {
+            from: Some(master("a")),
+            to: master("b"),
+            cause: None,
+            masterless: None,
+        };
+        let wall = at.wall;
+        c.timeline
+            .push(wall - Duration::from_secs(7200), "/e/e001".into(), switch());
+        for (ago, e) in [(1800, "/e/e001"), (60, "/e/e002"), (30, "/e/e001")] {
+            c.timeline
+                .push(wall - Duration::from_secs(ago), e.into(), switch());
+        }
+        let s = ClusterStatus::of(&c, at.mono, wall);
+        assert_eq!(s.elections.len(), ROWS);
+        assert_eq!(s.elections_shown_of, ROWS + 10);
+        let paths: Vec<&str> = s.elections.iter().map(|r| r.election.as_str()).collect();
+        assert_eq!(&paths[..4], ["/e/e005", "/e/e000", "/e/e001", "/e/e002"]);
+        assert_eq!(s.elections[0].state, "masterless");
+        let last_hour = |p: &str| {
+            s.elections
+                .iter()
+                .find(|r| r.election == p)
+                .map(|r| r.switches_last_hour)
+        };
+        assert_eq!(
+            last_hour("/e/e001"),
+            Some(2),
+            "the one two hours ago is older"
+        );
+        assert_eq!(last_hour("/e/e002"), Some(1));
+        assert_eq!(last_hour("/e/e000"), Some(0));
+    }
 }
