@@ -37,16 +37,15 @@ fn main() {
     }
 }
 
-/// Renders `elections` x 3 candidates with `max_elections = cap`.
-fn scaled(elections: usize, cap: usize, formats: &[bool]) {
-    let candidates = 3;
+/// One cluster of `elections` bots x 3 candidates, as listed.
+fn bots(elections: usize) -> ClusterState {
     let mut tree = Tree::elections(
         TreePattern::parse("/wechat/bots/*").unwrap(),
         IdentityMode::Data,
     );
     let listing = (0..elections)
         .map(|i| {
-            let children = (0..candidates)
+            let children = (0..3)
                 .map(|j| ChildNode {
                     name: format!("instance_{:010}", j),
                     data: format!("device-{i}-{j}").into_bytes(),
@@ -58,7 +57,12 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
         })
         .collect();
     tree.apply_listing(listing, Now::current());
-    let mut state = ClusterState::new("bench".into(), vec![tree], false);
+    ClusterState::new("bench".into(), vec![tree], false)
+}
+
+/// Renders `elections` x 3 candidates with `max_elections = cap`.
+fn scaled(elections: usize, cap: usize, formats: &[bool]) {
+    let mut state = bots(elections);
     state.limits.max_elections = cap;
     state.limits.max_tracked_elections = elections;
     let cluster = SharedCluster::new(state);
@@ -106,25 +110,7 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
 fn status(elections: usize, cap: usize) {
     use zk_election_exporter::api::status::ClusterStatus;
     use zk_election_exporter::model::timeline::{Master, What};
-    let mut tree = Tree::elections(
-        TreePattern::parse("/wechat/bots/*").unwrap(),
-        IdentityMode::Data,
-    );
-    let listing = (0..elections)
-        .map(|i| {
-            let children = (0..3)
-                .map(|j| ChildNode {
-                    name: format!("instance_{:010}", j),
-                    data: format!("device-{i}-{j}").into_bytes(),
-                    ephemeral_owner: 1,
-                    ctime_ms: 1_700_000_000_000,
-                })
-                .collect();
-            (format!("/wechat/bots/bot_{i:06}"), children)
-        })
-        .collect();
-    tree.apply_listing(listing, Now::current());
-    let mut state = ClusterState::new("bench".into(), vec![tree], false);
+    let mut state = bots(elections);
     state.limits.max_elections = cap;
     state.limits.max_tracked_elections = elections;
     let wall = std::time::SystemTime::now();

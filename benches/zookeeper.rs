@@ -138,19 +138,7 @@ async fn chroot_switch_latency(zk: &ZkServer, writers: usize) {
     }
     let standby = client(&zk.address()).await;
     let watcher = client(&zk.address()).await;
-    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
     let node = format!("{base}/controller");
-    let port = exporter.port;
-    let names = |who: &str| {
-        let wanted = format!("node=\"controller\",identity=\"{who}\"");
-        move || {
-            http_get(port, "/metrics").is_ok_and(|(_, body)| {
-                body.lines()
-                    .any(|l| l.starts_with("zookeeper_election_master{") && l.contains(&wanted))
-            })
-        }
-    };
-    let (mut plain, mut plain_read, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
     // The agent's CPU while only the churn runs (no scrapes).
     tokio::time::sleep(Duration::from_secs(2)).await;
     let cpu_before = cpu_seconds(exporter.pid());
@@ -158,8 +146,60 @@ async fn chroot_switch_latency(zk: &ZkServer, writers: usize) {
     let idle_cpu = cpu_seconds(exporter.pid()) - cpu_before;
     let started = Instant::now();
     let written_before = written.load(std::sync::atomic::Ordering::Relaxed);
+    let mut times = NodeSwitches::default();
     for _ in 0..40 {
-        admin.create(&node, b"m", &ephemeral).await.unwrap();
+        let labels = |who: &str| format!("node=\"controller\",identity=\"{who}\"");
+        times
+            .round([&admin, &standby, &watcher], &node, exporter.port, labels)
+            .await;
+    }
+    let rate = (written.load(std::sync::atomic::Ordering::Relaxed) - written_before) as f64
+        / started.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in churn {
+        let _ = c.await;
+    }
+    println!(
+        "(a) node election at the chroot's top, {writers} writers elsewhere in the chroot ({rate:.0} writes/s): {}",
+        times.report()
+    );
+    println!("    the agent's CPU over 10 s of that churn alone (no scrapes): {idle_cpu:.2} s");
+}
+
+/// Node-style switch times of several rounds: a plain client's `exists`
+/// watch on the absent node, that client also reading the new node (who
+/// is master now: its data and owner, as the exporter must), and
+/// `/metrics` naming the standby; each timed from the re-creation.
+#[derive(Default)]
+struct NodeSwitches {
+    plain: Vec<Duration>,
+    read: Vec<Duration>,
+    scrape: Vec<Duration>,
+}
+
+impl NodeSwitches {
+    /// One round on `node`: `admin` creates it holding "m", the exporter
+    /// at `port` names m (`labels(who)`: the text its master series carries
+    /// for `who`), `admin` deletes it and `standby` re-creates it holding
+    /// "s"; `standby` deletes it after.
+    async fn round(
+        &mut self,
+        [admin, standby, watcher]: [&zookeeper_client::Client; 3],
+        node: &str,
+        port: u16,
+        labels: impl Fn(&str) -> String,
+    ) {
+        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        let names = |who: &str| {
+            let wanted = labels(who);
+            move || {
+                http_get(port, "/metrics").is_ok_and(|(_, body)| {
+                    body.lines()
+                        .any(|l| l.starts_with("zookeeper_election_master{") && l.contains(&wanted))
+                })
+            }
+        };
+        admin.create(node, b"m", &ephemeral).await.unwrap();
         let master_m = names("m");
         wait_for("master visible", Duration::from_secs(20), || {
             if master_m() {
@@ -168,53 +208,48 @@ async fn chroot_switch_latency(zk: &ZkServer, writers: usize) {
                 Err("not yet".into())
             }
         });
-        admin.delete(&node, None).await.unwrap();
-        let (_, watch) = watcher.check_and_watch_stat(&node).await.unwrap();
+        admin.delete(node, None).await.unwrap();
+        let (_, watch) = watcher.check_and_watch_stat(node).await.unwrap();
         let t0 = Instant::now();
         let reader = watcher.clone();
-        let read_node = node.clone();
+        let read_node = node.to_owned();
         let plain_task = tokio::spawn(async move {
             watch.changed().await;
             let seen = t0.elapsed();
             let _ = reader.get_data(&read_node).await;
             (seen, t0.elapsed())
         });
-        standby.create(&node, b"s", &ephemeral).await.unwrap();
+        standby.create(node, b"s", &ephemeral).await.unwrap();
         let master_s = names("s");
         let scrape_task = tokio::task::spawn_blocking(move || {
             while !master_s() {}
             t0.elapsed()
         });
         let (seen, read) = plain_task.await.unwrap();
-        plain.push(seen);
-        plain_read.push(read);
-        scrape.push(scrape_task.await.unwrap());
-        standby.delete(&node, None).await.unwrap();
+        self.plain.push(seen);
+        self.read.push(read);
+        self.scrape.push(scrape_task.await.unwrap());
+        standby.delete(node, None).await.unwrap();
     }
-    let rate = (written.load(std::sync::atomic::Ordering::Relaxed) - written_before) as f64
-        / started.elapsed().as_secs_f64();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for c in churn {
-        let _ = c.await;
+
+    fn report(mut self) -> String {
+        self.plain.sort();
+        self.read.sort();
+        self.scrape.sort();
+        let median = |v: &[Duration]| percentile(v, 0.5);
+        format!(
+            "plain watch median {:.2?} p90 {:.2?}; watch and read median {:.2?}; on /metrics median {:.2?} p90 {:.2?}; ratio of medians {:.2} (to watch and read {:.2})",
+            median(&self.plain),
+            percentile(&self.plain, 0.9),
+            median(&self.read),
+            median(&self.scrape),
+            percentile(&self.scrape, 0.9),
+            median(&self.scrape).as_secs_f64() / median(&self.plain).as_secs_f64(),
+            median(&self.scrape).as_secs_f64() / median(&self.read).as_secs_f64()
+        )
     }
-    plain.sort();
-    plain_read.sort();
-    scrape.sort();
-    println!(
-        "(a) node election at the chroot's top, {writers} writers elsewhere in the chroot ({rate:.0} writes/s): plain watch median {:.2?} p90 {:.2?}; watch and read median {:.2?}; on /metrics median {:.2?} p90 {:.2?}; ratio of medians {:.2} (to watch and read {:.2})",
-        percentile(&plain, 0.5),
-        percentile(&plain, 0.9),
-        percentile(&plain_read, 0.5),
-        percentile(&scrape, 0.5),
-        percentile(&scrape, 0.9),
-        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64(),
-        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain_read, 0.5).as_secs_f64()
-    );
-    println!("    the agent's CPU over 10 s of that churn alone (no scrapes): {idle_cpu:.2} s");
 }
 
-/// GET /metrics as raw bytes: the client does no decoding, so the time is
-/// the exporter's (render + write) plus loopback transfer.
 /// (a) for a node-style election: the master's node is deleted, then a
 /// standby re-creates it; timed from the re-creation, the plain client's
 /// `exists` watch on the absent node against `/metrics` naming the standby.
@@ -228,72 +263,23 @@ async fn node_switch_latency(zk: &ZkServer) {
     let admin = client(&zk.address()).await;
     let standby = client(&zk.address()).await;
     let watcher = client(&zk.address()).await;
-    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-    let (mut plain, mut plain_read, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
+    let mut times = NodeSwitches::default();
     for round in 0..40 {
         let election = format!("{base}/e{round}");
         mkdir(&admin, &election).await;
-        let node = format!("{election}/leader");
-        admin.create(&node, b"m", &ephemeral).await.unwrap();
-        let port = exporter.port;
-        let names = |e: &str, who: &str| {
-            let e = e.to_owned();
-            let wanted = format!("election=\"{e}/leader\",node=\"leader\",identity=\"{who}\"");
-            move || {
-                http_get(port, "/metrics").is_ok_and(|(_, body)| {
-                    body.lines()
-                        .any(|l| l.starts_with("zookeeper_election_master{") && l.contains(&wanted))
-                })
-            }
+        let labels = |who: &str| {
+            format!("election=\"{election}/leader\",node=\"leader\",identity=\"{who}\"")
         };
-        let master_m = names(&election, "m");
-        wait_for("master visible", Duration::from_secs(20), || {
-            if master_m() {
-                Ok(())
-            } else {
-                Err("not yet".into())
-            }
-        });
-        admin.delete(&node, None).await.unwrap();
-        let (_, watch) = watcher.check_and_watch_stat(&node).await.unwrap();
-        let t0 = Instant::now();
-        // The plain client, and the same client reading who the new master
-        // is (its data and owner), as the exporter must.
-        let reader = watcher.clone();
-        let read_node = node.clone();
-        let plain_task = tokio::spawn(async move {
-            watch.changed().await;
-            let seen = t0.elapsed();
-            let _ = reader.get_data(&read_node).await;
-            (seen, t0.elapsed())
-        });
-        standby.create(&node, b"s", &ephemeral).await.unwrap();
-        let master_s = names(&election, "s");
-        let scrape_task = tokio::task::spawn_blocking(move || {
-            while !master_s() {}
-            t0.elapsed()
-        });
-        let (seen, read) = plain_task.await.unwrap();
-        plain.push(seen);
-        plain_read.push(read);
-        scrape.push(scrape_task.await.unwrap());
-        standby.delete(&node, None).await.unwrap();
+        let node = format!("{election}/leader");
+        times
+            .round([&admin, &standby, &watcher], &node, exporter.port, labels)
+            .await;
     }
-    plain.sort();
-    plain_read.sort();
-    scrape.sort();
-    println!(
-        "(a) node style: switch seen by a plain watch: median {:.2?} p90 {:.2?}; watch and read of the new node: median {:.2?}; on /metrics: median {:.2?} p90 {:.2?}; ratio of medians {:.2} (to watch and read {:.2})",
-        percentile(&plain, 0.5),
-        percentile(&plain, 0.9),
-        percentile(&plain_read, 0.5),
-        percentile(&scrape, 0.5),
-        percentile(&scrape, 0.9),
-        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain, 0.5).as_secs_f64(),
-        percentile(&scrape, 0.5).as_secs_f64() / percentile(&plain_read, 0.5).as_secs_f64()
-    );
+    println!("(a) node style: {}", times.report());
 }
 
+/// GET /metrics as raw bytes: the client does no decoding, so the time is
+/// the exporter's (render + write) plus loopback transfer.
 fn get_raw(port: u16) -> Vec<u8> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
