@@ -6,7 +6,7 @@
 //! each; the election's node must then be named literally, so that a
 //! record's path tells its election.
 
-use super::pattern::{PathKind, TreePattern};
+use super::pattern::{PathKind, TreePattern, join};
 
 /// The record of each election a sequential glob matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,10 +39,7 @@ impl OuterRecord {
 
     /// The record of election `election`.
     pub fn record_of(&self, election: &str) -> String {
-        match parent_of(election) {
-            "/" => format!("/{}", self.relative),
-            parent => format!("{parent}/{}", self.relative),
-        }
+        join(parent_of(election), &self.relative)
     }
 
     /// The election whose record is at `path`, if `path` is one.

@@ -3,6 +3,15 @@
 
 /// A glob over ZooKeeper paths where `*` matches exactly one path segment,
 /// minus the paths its exclusions name.
+/// `parent/child`, without doubling the slash under `/`.
+pub fn join(parent: &str, child: &str) -> String {
+    if parent == "/" {
+        format!("/{child}")
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreePattern {
     text: String,
@@ -115,8 +124,7 @@ impl TreePattern {
             return false;
         }
         let labelled = match &self.node {
-            Some(name) if parent == "/" => format!("/{name}"),
-            Some(name) => format!("{parent}/{name}"),
+            Some(name) => join(parent, name),
             None => parent.to_owned(),
         };
         self.exclude

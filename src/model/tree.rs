@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::outer_record::OuterRecord;
-pub use super::pattern::{PathKind, TreePattern};
+pub use super::pattern::{PathKind, TreePattern, join};
 
 pub use super::child::ChildNode;
 use super::content::{ContentKind, TreeContent};
@@ -294,13 +294,9 @@ impl Tree {
             && spec.record.is_none()
         {
             let parent = self.pattern.root();
-            let path = |name: &str| match parent.as_str() {
-                "/" => format!("/{name}"),
-                p => format!("{p}/{name}"),
-            };
             return WatchScope::Nodes {
-                node: path(&node.name),
-                siblings: node.epoch.iter().map(|e| path(e)).collect(),
+                node: join(&parent, &node.name),
+                siblings: node.epoch.iter().map(|e| join(&parent, e)).collect(),
                 parent,
             };
         }

@@ -436,7 +436,6 @@ impl ClusterState {
         }
     }
 
-    /// Applies one change of tree `id`.
     /// `n` node events of tree `id`'s watches arrived.
     pub fn events_delivered(&mut self, id: tree::TreeId, n: u64) {
         if let Some(tree) = self.tree_mut(id) {
@@ -444,6 +443,7 @@ impl ClusterState {
         }
     }
 
+    /// Applies one change of tree `id`.
     pub fn apply(&mut self, id: tree::TreeId, change: TreeChange, now: crate::model::Now) {
         match change {
             TreeChange::ParentCreated(path) => self.parent_created(id, &path, now),

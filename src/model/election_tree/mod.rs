@@ -23,6 +23,7 @@ use super::election::Election;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
 use super::lease::LeaseBook;
 use super::now::Now;
+use super::pattern::join;
 
 /// Children of one election that carry no sequence suffix; not candidates,
 /// but counted so a misconfigured glob is visible.
@@ -178,8 +179,7 @@ impl ElectionTree {
     fn key(&self, parent: &str) -> String {
         match &self.spec.style {
             Style::Sequential => parent.to_owned(),
-            Style::Node(n) if parent == "/" => format!("/{}", n.name),
-            Style::Node(n) => format!("{parent}/{}", n.name),
+            Style::Node(n) => join(parent, &n.name),
         }
     }
 

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::zk::read::join;
 use crate::config::system_trees;
 use crate::model::candidate::IdentityMode;
 use crate::model::candidate::exact_sequence;
@@ -14,6 +13,7 @@ use crate::model::content::ContentKind;
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::locks::lock_named;
+use crate::model::tree::join;
 use crate::model::tree::{PathKind, Tree, TreePattern, TreeSource};
 
 /// Children whose stat is read to classify their parent.

@@ -32,9 +32,10 @@ use std::time::SystemTime;
 use tracing::{debug, info, warn};
 use zookeeper_client::{Client, MultiReadResult};
 
-use super::zk::read::{BATCH, Op, join, multi_read};
+use super::zk::read::{BATCH, Op, multi_read};
 use crate::config::ClusterConfig;
 use crate::model::DiscoveryStatus;
+use crate::model::tree::join;
 use crate::model::tree::{Tree, TreePattern};
 
 mod classify;

@@ -17,9 +17,9 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use zookeeper_client::{Client, EventType, OneshotWatcher};
 
-use super::read::join;
 use super::watch::TreeEvent;
 use crate::model::Now;
+use crate::model::tree::join;
 use crate::model::tree::{ChildNode, TreeId, TreePattern};
 use crate::model::{SharedCluster, TreeChange};
 

@@ -22,15 +22,6 @@ pub enum Op {
     Data,
 }
 
-/// `parent/child`, without doubling the slash under `/`.
-pub fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
-}
-
 /// Reads `paths` in multi-read batches, `IN_FLIGHT` at a time, in order;
 /// `timed` is told each request's round trip.
 pub async fn multi_read(

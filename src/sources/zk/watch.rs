@@ -14,11 +14,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zookeeper_client::{AddWatchMode, Client, EventType, PersistentWatcher, WatchedEvent};
 
-use super::read::{Op, as_child, as_children, join, multi_read};
+use super::read::{Op, as_child, as_children, multi_read};
 
 use crate::model::Now;
 use crate::model::outer_record::OuterRecord;
-use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern, WatchScope};
+use crate::model::tree::{ChildNode, PathKind, TreeId, TreePattern, WatchScope, join};
 use crate::model::{SharedCluster, TreeChange, WatchPlan};
 
 /// Events applied under one lock and one multi-read.
