@@ -348,8 +348,8 @@ fn changes_of(
 /// applied as told, since the node's events come on another watch and may
 /// be applied before or after it (a parent deleted and created again
 /// around its node would otherwise leave an election with a master
-/// masterless, or gone). What the parent, its node and siblings are when
-/// read decides.
+/// masterless, or gone). What the parent and its siblings are when read
+/// decides.
 struct ParentCheck<'a> {
     parent: &'a str,
     node: &'a str,
@@ -377,11 +377,10 @@ impl<'a> ParentCheck<'a> {
         })
     }
 
-    /// What is read to decide.
+    /// What is read to decide: the parent and its siblings (the node
+    /// itself is decided by its own events).
     fn paths(&self) -> impl Iterator<Item = &'a str> {
-        [self.parent, self.node]
-            .into_iter()
-            .chain(self.siblings.iter().map(String::as_str))
+        std::iter::once(self.parent).chain(self.siblings.iter().map(String::as_str))
     }
 
     /// The parent absent: its node and siblings are gone too (ZooKeeper
