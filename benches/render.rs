@@ -26,6 +26,12 @@ fn main() {
         scaled(1_000_000, 10_000, &[false]);
         return;
     }
+    // `cargo bench --bench render -- collection`: one fresh collection's
+    // parse, typing and render, alone.
+    if std::env::args().any(|a| a == "collection") {
+        ensemble_cost();
+        return;
+    }
     ensemble_cost();
     for elections in [10_000, 100_000, 200_000] {
         // Every election exported: the per-series cost as size grows.

@@ -73,6 +73,9 @@ pub struct Exposition {
     mntr_cache: std::sync::Mutex<[Option<MntrSection>; 2]>,
     /// `mntr` typings by key set, made once and reused by every collection.
     typings: std::sync::Mutex<mntr::Typings>,
+    /// The mntr section's text per format with the values left out, laid
+    /// out once per set of key sets and reused by every collection.
+    layouts: std::sync::Mutex<[mntr_section::Layout; 2]>,
     /// Length of the last body rendered.
     last_len: std::sync::atomic::AtomicUsize,
 }
@@ -111,6 +114,7 @@ impl Exposition {
             reload: None,
             mntr_cache: std::sync::Mutex::new([None, None]),
             typings: std::sync::Mutex::new(mntr::Typings::default()),
+            layouts: std::sync::Mutex::default(),
             last_len: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -188,7 +192,14 @@ impl Exposition {
             _ => {
                 let mut text = String::new();
                 let mut typings = self.typings.lock().unwrap_or_else(|p| p.into_inner());
-                encode_mntr_section(&mut text, &clusters, openmetrics, &mut typings)?;
+                let mut layouts = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
+                encode_mntr_section(
+                    &mut text,
+                    &clusters,
+                    openmetrics,
+                    &mut typings,
+                    &mut layouts[usize::from(openmetrics)],
+                )?;
                 out.push_str(&text);
                 *slot = Some((generations, text));
             }
