@@ -134,20 +134,27 @@ impl Mntr {
     }
 }
 
-/// Whether `key` can become part of a metric name.
+/// Whether `key` can become part of a metric name (ASCII only, so its
+/// bytes are checked, not its chars).
 fn is_metric_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    chars
+    let mut bytes = key.bytes();
+    bytes
         .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// Parses `mntr` (`key<TAB>value` lines). Keys that are not plain
 /// identifiers (labels, dots, dashes in newer versions) are skipped and
 /// counted rather than risked in the exposition.
 pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
-    let mut mntr = Mntr::default();
+    // Keys are nine tenths of a reply (a 3.8 leader's: 16 KiB in 530
+    // lines); sized for it, neither is copied again while growing.
+    let mut mntr = Mntr {
+        keys: String::with_capacity(reply.len()),
+        values: Vec::with_capacity(reply.len() / 30),
+        ..Mntr::default()
+    };
     for line in reply.lines().filter(|l| !l.trim().is_empty()) {
         let Some((key, value)) = line.split_once('\t') else {
             mntr.skipped += 1;
@@ -158,7 +165,7 @@ pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
             mntr.skipped += 1;
             continue;
         }
-        match value.parse::<f64>() {
+        match whole_number(value).map_or_else(|| value.parse::<f64>(), Ok) {
             Ok(v) if v.is_finite() => mntr.push(key, v),
             Ok(_) => mntr.skipped += 1,
             Err(_) => {
@@ -172,6 +179,29 @@ pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
         ));
     }
     Ok(mntr)
+}
+
+/// `text` as `f64::from_str` reads it, when it is a plain whole number of
+/// at most 15 digits (an optional `-`, then digits): nearly every `mntr`
+/// value, read here without the float parser. Below 10^15 the number is
+/// exact in an `f64`; `-0` stays negative zero, as the parser makes it.
+fn whole_number(text: &str) -> Option<f64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        bytes => (false, bytes),
+    };
+    if digits.is_empty() || digits.len() > 15 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(d - b'0');
+    }
+    let n = n as f64;
+    Some(if negative { -n } else { n })
 }
 
 /// `srvr` (and the header of `stat`).

@@ -198,6 +198,29 @@ fn cons_lines() {
 }
 
 proptest! {
+    /// Whatever the whole-number path reads, the float parser reads the
+    /// same (bit for bit, so `-0` too); what it leaves, the parser gets.
+    #[test]
+    fn whole_numbers_are_read_as_the_float_parser_reads_them(
+        text in prop_oneof![
+            "-?[0-9]{1,18}",
+            any::<i64>().prop_map(|i| i.to_string()),
+            Just("-0".to_owned()),
+            Just("-".to_owned()),
+            Just(String::new()),
+            "[-+0-9.eE]{0,8}",
+            ".{0,8}",
+        ],
+    ) {
+        if let Some(v) = super::whole_number(&text) {
+            prop_assert_eq!(Some(v.to_bits()), text.parse::<f64>().ok().map(f64::to_bits), "{}", text);
+        }
+        let mntr = parse_mntr(&format!("zk_x\t{text}\n"));
+        let read = mntr.ok().and_then(|m| m.values().first().copied());
+        let want = text.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+        prop_assert_eq!(read.map(f64::to_bits), want.map(f64::to_bits), "{}", text);
+    }
+
     #[test]
     fn parsers_never_panic(reply in ".{0,400}") {
         let _ = refusal(&reply);
