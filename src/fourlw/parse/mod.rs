@@ -155,12 +155,32 @@ pub fn parse_mntr(reply: &str) -> Result<Mntr, ParseError> {
         values: Vec::with_capacity(reply.len() / 30),
         ..Mntr::default()
     };
-    for line in reply.lines().filter(|l| !l.trim().is_empty()) {
-        let Some((key, value)) = line.split_once('\t') else {
+    // One pass over the bytes finds each line's end and first tab (a
+    // line search and then a tab search per line cost more than the rest
+    // of the parse on 500 short lines). Both are ASCII: every index is a
+    // char boundary. A `\r` before a line feed is trimmed with the line.
+    let bytes = reply.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let (mut end, mut tab) = (start, None);
+        while let Some(&b) = bytes.get(end) {
+            match b {
+                b'\n' => break,
+                b'\t' if tab.is_none() => tab = Some(end),
+                _ => {}
+            }
+            end += 1;
+        }
+        let (line, line_start) = (&reply[start..end], start);
+        start = end + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some(tab) = tab else {
             mntr.skipped += 1;
             continue;
         };
-        let (key, value) = (key.trim(), value.trim());
+        let (key, value) = (reply[line_start..tab].trim(), reply[tab + 1..end].trim());
         if !is_metric_key(key) {
             mntr.skipped += 1;
             continue;

@@ -197,7 +197,75 @@ fn cons_lines() {
     assert!(!parse_cons(&fixture("3.8.0/leader/cons.txt")).is_empty());
 }
 
+/// `mntr` as it was parsed before its single-pass scan: the reference
+/// the scan must agree with.
+fn parse_mntr_by_lines(reply: &str) -> Result<Mntr, ParseError> {
+    let mut mntr = Mntr::default();
+    for line in reply.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((key, value)) = line.split_once('\t') else {
+            mntr.skipped += 1;
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if !is_metric_key(key) {
+            mntr.skipped += 1;
+            continue;
+        }
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() => mntr.push(key, v),
+            Ok(_) => mntr.skipped += 1,
+            Err(_) => {
+                mntr.strings.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    if mntr.values().is_empty() && mntr.strings.is_empty() {
+        return Err(ParseError(
+            "no `key<TAB>value` line in the mntr reply".into(),
+        ));
+    }
+    Ok(mntr)
+}
+
 proptest! {
+    /// The single-pass scan reads any reply as the line-by-line parse did:
+    /// the same keys, values (bit for bit), strings and skipped lines, or
+    /// the same error.
+    #[test]
+    fn mntr_is_read_as_line_by_line(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                ("[a-z_]{1,12}", "[0-9]{1,6}").prop_map(|(k, v)| format!("zk_{k}\t{v}")),
+                ("[a-z_]{1,12}", any::<f64>()).prop_map(|(k, v)| format!("zk_{k}\t{v}")),
+                ("[a-z_]{1,12}", "[ -~]{0,12}").prop_map(|(k, v)| format!("zk_{k}\t{v}")),
+                "[ \t\r\u{a0}\u{3000}a-z0-9_.-]{0,20}",
+                ".{0,20}",
+            ],
+            0..30,
+        ),
+        endings in proptest::collection::vec(prop_oneof![Just("\n"), Just("\r\n"), Just("\r")], 30),
+        last in any::<bool>(),
+    ) {
+        let mut reply = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            reply.push_str(line);
+            if i + 1 < lines.len() || last {
+                reply.push_str(endings[i]);
+            }
+        }
+        let (scan, by_lines) = (parse_mntr(&reply), parse_mntr_by_lines(&reply));
+        match (&scan, &by_lines) {
+            (Ok(a), Ok(b)) => {
+                prop_assert_eq!(a.keys(), b.keys());
+                let bits = |m: &Mntr| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                prop_assert_eq!(bits(a), bits(b));
+                prop_assert_eq!(&a.strings, &b.strings);
+                prop_assert_eq!(a.skipped, b.skipped);
+            }
+            _ => prop_assert_eq!(scan, by_lines),
+        }
+    }
+
     /// Whatever the whole-number path reads, the float parser reads the
     /// same (bit for bit, so `-0` too); what it leaves, the parser gets.
     #[test]
