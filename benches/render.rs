@@ -203,11 +203,23 @@ fn ensemble_cost() {
         render.push(start.elapsed());
         assert!(out.len() > 1000);
     }
+    // The same body again, no collection between: the mntr section is
+    // the cached text.
+    let mut cached: Vec<Duration> = (0..101)
+        .map(|_| {
+            let start = Instant::now();
+            let out = exposition.render(false).unwrap();
+            let took = start.elapsed();
+            assert!(out.len() > 1000);
+            took
+        })
+        .collect();
     apply.sort();
     render.sort();
+    cached.sort();
     println!(
-        "ensemble of 3 (real 3.8 replies, 5 commands): parse median {:.2?}, type and render median {:.2?}",
-        apply[50], render[50]
+        "ensemble of 3 (real 3.8 replies, 5 commands): parse median {:.2?}, type and render median {:.2?}, render without a new collection median {:.2?}",
+        apply[50], render[50], cached[50]
     );
 }
 

@@ -281,13 +281,20 @@ async fn node_switch_latency(zk: &ZkServer) {
 /// GET /metrics as raw bytes: the client does no decoding, so the time is
 /// the exporter's (render + write) plus loopback transfer.
 fn get_raw(port: u16) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(16 << 20);
+    get_raw_into(port, &mut buf);
+    buf
+}
+
+/// [`get_raw`] into `buf` (cleared first): a loop of small scrapes reuses
+/// one buffer, so the measuring client maps no 16 MiB per scrape.
+fn get_raw_into(port: u16, buf: &mut Vec<u8>) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
-    let mut buf = Vec::with_capacity(16 << 20);
-    s.read_to_end(&mut buf).unwrap();
-    buf
+    buf.clear();
+    s.read_to_end(buf).unwrap();
 }
 
 /// Starts the exporter binary with `cluster` (TOML without `[web]`) and
@@ -427,6 +434,7 @@ fn ensemble_scrapes() {
         let mut series = 0;
         let cpu_before = cpu_seconds(exporter.pid());
         let rounds = 300;
+        let mut body = Vec::with_capacity(1 << 20);
         for _ in 0..rounds {
             let t = Instant::now();
             four_letter(ensemble.servers[0].port, "mntr").unwrap();
@@ -443,7 +451,7 @@ fn ensemble_scrapes() {
             });
             minimal.push(t.elapsed());
             let t = Instant::now();
-            let body = get_raw(exporter.port);
+            get_raw_into(exporter.port, &mut body);
             scrape.push(t.elapsed());
             series = body
                 .split(|b| *b == b'\n')
@@ -459,10 +467,11 @@ fn ensemble_scrapes() {
         );
     }
     let cached_exporter = exporter_for(&addresses, "min_interval = \"60s\"");
+    let mut body = Vec::with_capacity(1 << 20);
     let cached: Vec<Duration> = (0..60)
         .map(|_| {
             let t = Instant::now();
-            get_raw(cached_exporter.port);
+            get_raw_into(cached_exporter.port, &mut body);
             t.elapsed()
         })
         .collect();
