@@ -86,12 +86,21 @@ impl Bodies {
         let fresh = slot.as_ref().is_some_and(|r| r.began >= asked);
         if !fresh {
             let began = Instant::now();
-            let exposition = exposition.clone();
-            // Encoding a large model takes milliseconds of CPU; keep it off the reactor.
-            let body = tokio::task::spawn_blocking(move || exposition.render(openmetrics))
-                .await
-                .ok()?
-                .ok()?;
+            // Encoding a large model takes milliseconds of CPU: off the
+            // reactor, in the blocking pool. A small one (the last render
+            // took under a millisecond, nothing grew) is rendered here:
+            // the hand-over to a blocking thread and back cost two
+            // wake-ups, each waiting for a core beside the ZooKeeper JVMs,
+            // more than such a render (docs/benchmarks.md).
+            let body = if exposition.is_cheap(openmetrics) {
+                exposition.render_timed(openmetrics).ok()?
+            } else {
+                let exposition = exposition.clone();
+                tokio::task::spawn_blocking(move || exposition.render_timed(openmetrics))
+                    .await
+                    .ok()?
+                    .ok()?
+            };
             *slot = Some(Rendered {
                 began,
                 plain: Bytes::from(body),

@@ -78,6 +78,26 @@ pub struct Exposition {
     layouts: std::sync::Mutex<[mntr_section::Layout; 2]>,
     /// Length of the last body rendered.
     last_len: std::sync::atomic::AtomicUsize,
+    /// Per format: how long the last render took, and how many elections
+    /// and groups the clusters held then (see [`Exposition::is_cheap`]).
+    last_render: std::sync::Mutex<[Option<(std::time::Duration, usize)>; 2]>,
+}
+
+/// A render that took less than this last time, of a model that has not
+/// grown since, is cheap enough to run on the runtime's own thread.
+const CHEAP_RENDER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Elections a model may have gained since a cheap render and still count
+/// as the size that render had.
+const CHEAP_GROWTH: usize = 1_000;
+
+/// The decision of [`Exposition::is_cheap`]: the last render (its time and
+/// the elections then) and the elections now (`None`: a writer holds them).
+fn cheap(last: Option<(std::time::Duration, usize)>, now: Option<usize>) -> bool {
+    match (last, now) {
+        (Some((took, then)), Some(now)) => took < CHEAP_RENDER && now <= then + CHEAP_GROWTH,
+        _ => false,
+    }
 }
 
 /// Rendered mntr families and the clusters (identity, ensemble generation)
@@ -116,7 +136,46 @@ impl Exposition {
             typings: std::sync::Mutex::new(mntr::Typings::default()),
             layouts: std::sync::Mutex::default(),
             last_len: std::sync::atomic::AtomicUsize::new(0),
+            last_render: std::sync::Mutex::default(),
         }
+    }
+
+    /// Elections and groups of every cluster, or `None` when a writer holds
+    /// one of them now.
+    fn parents(&self) -> Option<usize> {
+        self.clusters.now().iter().try_fold(0, |sum, c| {
+            c.try_view(|c| {
+                c.trees
+                    .iter()
+                    .map(crate::model::tree::Tree::parent_count)
+                    .sum::<usize>()
+            })
+            .map(|n| sum + n)
+        })
+    }
+
+    /// Whether a render in this format can be expected to take well under a
+    /// millisecond: the last one did, and the model has not grown since (a
+    /// first sync of a million elections between two scrapes) and no
+    /// writer holds it now (a render would wait for it). Never before a
+    /// first render.
+    pub fn is_cheap(&self, openmetrics: bool) -> bool {
+        let last =
+            self.last_render.lock().unwrap_or_else(|p| p.into_inner())[usize::from(openmetrics)];
+        // The models are looked at only when the last render was quick.
+        last.is_some_and(|(took, _)| took < CHEAP_RENDER) && cheap(last, self.parents())
+    }
+
+    /// [`render`](Self::render), remembering how long it took for
+    /// [`is_cheap`](Self::is_cheap).
+    pub fn render_timed(&self, openmetrics: bool) -> Result<String, fmt::Error> {
+        let parents = self.parents();
+        let began = std::time::Instant::now();
+        let body = self.render(openmetrics);
+        let took = began.elapsed();
+        self.last_render.lock().unwrap_or_else(|p| p.into_inner())[usize::from(openmetrics)] =
+            parents.map(|parents| (took, parents));
+        body
     }
 
     /// The registry of one scrape: the clusters of `roster`, then the
@@ -276,5 +335,75 @@ impl PromCollector for Collector {
         ENCODERS
             .iter()
             .try_for_each(|encode| encode(&mut encoder, &scrape))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::candidate::IdentityMode;
+    use crate::model::child::ChildNode;
+    use crate::model::now::Now;
+    use crate::model::pattern::TreePattern;
+    use crate::model::tree::Tree;
+
+    /// A cluster with `n` elections of one candidate each.
+    fn cluster(n: usize) -> ClusterState {
+        let mut tree = Tree::elections(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Data);
+        tree.apply_listing(
+            (0..n)
+                .map(|i| {
+                    (
+                        format!("/bots/bot_{i}"),
+                        vec![ChildNode {
+                            name: "n_0000000001".into(),
+                            data: b"a".to_vec(),
+                            ephemeral_owner: 7,
+                            ctime_ms: 0,
+                        }],
+                    )
+                })
+                .collect(),
+            Now::current(),
+        );
+        ClusterState::new("c".into(), vec![tree], true)
+    }
+
+    /// Renders on the runtime's thread only after a render showed the
+    /// model cheap, per format, and not once the model grew past what
+    /// that render had or while a writer holds it.
+    #[test]
+    fn a_render_is_cheap_only_after_a_quick_one_of_a_model_that_did_not_grow() {
+        let quick = Some((CHEAP_RENDER / 2, 10));
+        assert!(cheap(quick, Some(10)));
+        assert!(cheap(quick, Some(0)), "shrunk");
+        assert!(cheap(quick, Some(10 + CHEAP_GROWTH)), "a little growth");
+        assert!(!cheap(quick, Some(11 + CHEAP_GROWTH)), "grown");
+        assert!(!cheap(quick, None), "a writer holds a cluster");
+        assert!(!cheap(None, Some(10)), "no render yet");
+        assert!(
+            !cheap(Some((CHEAP_RENDER, 10)), Some(10)),
+            "the last was slow"
+        );
+    }
+
+    /// What the decision is given: nothing before a first render in that
+    /// format, then that render's election count; grown past it, a render
+    /// goes to the blocking pool whatever the last one took.
+    #[test]
+    fn renders_are_remembered_per_format_with_their_model_size() {
+        let shared = SharedCluster::new(cluster(10));
+        let exposition = Exposition::new(vec![shared.clone()]);
+        assert!(!exposition.is_cheap(false), "never before a first render");
+        exposition.render_timed(false).unwrap();
+        let last = |om: bool| exposition.last_render.lock().unwrap()[usize::from(om)];
+        assert_eq!(last(false).map(|(_, n)| n), Some(10));
+        assert_eq!(last(true), None, "each format on its own");
+        assert!(!exposition.is_cheap(true));
+        assert_eq!(exposition.parents(), Some(10));
+        shared.rebuild(|_| cluster(11 + CHEAP_GROWTH));
+        assert!(!exposition.is_cheap(false), "grown since the last render");
+        exposition.render_timed(false).unwrap();
+        assert_eq!(last(false).map(|(_, n)| n), Some(11 + CHEAP_GROWTH));
     }
 }

@@ -66,6 +66,17 @@ impl SharedCluster {
         self.0.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// What `f` makes of the models if no writer holds them now, else
+    /// `None` at once: for a caller that must not wait (a task deciding
+    /// whether a render may run on the runtime's own thread).
+    pub fn try_view<R>(&self, f: impl FnOnce(&ClusterState) -> R) -> Option<R> {
+        match self.0.try_read() {
+            Ok(g) => Some(f(&g)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(f(&p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     fn write(&self) -> RwLockWriteGuard<'_, ClusterState> {
         self.0.write().unwrap_or_else(|p| p.into_inner())
     }
@@ -424,4 +435,19 @@ pub struct Listed {
     pub recovered: bool,
     /// The guard dropped series nobody was told about yet.
     pub drops_to_report: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn try_view_does_not_wait_for_a_writer() {
+        let c = SharedCluster::new(ClusterState::new("c".into(), vec![], true));
+        assert_eq!(c.try_view(|c| c.name.clone()), Some("c".to_owned()));
+        let held = c.write();
+        assert_eq!(c.try_view(|_| ()), None);
+        drop(held);
+        assert_eq!(c.try_view(|_| ()), Some(()));
+    }
 }
