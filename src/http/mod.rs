@@ -22,7 +22,7 @@ pub mod events;
 pub mod server;
 mod status;
 
-use crate::metrics::{self, Exposition};
+use crate::metrics::{self, Encoded, Exposition};
 use crate::model::{Roster, SharedCluster};
 use crate::sources::fourlw::poller::Poller;
 use futures::future::join_all;
@@ -62,14 +62,21 @@ pub struct Bodies {
 #[derive(Debug)]
 struct Rendered {
     began: Instant,
-    plain: Bytes,
+    /// The text, unless the body was compressed while it was written (a
+    /// large one): then only `gzip` is kept.
+    plain: Option<Bytes>,
     gzip: Option<Bytes>,
 }
 
-/// gzip level of the exposition: level 1 makes a 100,000-series body 27×
-/// smaller in a quarter of its render time; level 6 gains 15 % of size for
-/// eight times the CPU (docs/benchmarks.md).
-const GZIP_LEVEL: u32 = 1;
+/// A body as one scrape gets it.
+#[derive(Debug)]
+enum Served {
+    /// As it is sent: the text, or its gzip to a scraper that asked.
+    Whole(Bytes),
+    /// A body kept only compressed, for a scraper that did not ask for
+    /// gzip: inflated as it is sent.
+    Inflated(Bytes),
+}
 
 impl Bodies {
     /// The body for a scrape that asked at `asked`, gzipped when `gzip`:
@@ -81,10 +88,14 @@ impl Bodies {
         openmetrics: bool,
         asked: Instant,
         gzip: bool,
-    ) -> Option<Bytes> {
+    ) -> Option<Served> {
         let mut slot = self.slots[usize::from(openmetrics)].lock().await;
         let fresh = slot.as_ref().is_some_and(|r| r.began >= asked);
         if !fresh {
+            // The old body goes before the new one is written: both at
+            // once were twice a large body's memory. A large one is kept
+            // compressed, whoever asked (see `metrics::body`).
+            *slot = None;
             let began = Instant::now();
             // Encoding a large model takes milliseconds of CPU: off the
             // reactor, in the blocking pool. A small one (the last render
@@ -101,35 +112,68 @@ impl Bodies {
                     .ok()?
                     .ok()?
             };
-            *slot = Some(Rendered {
-                began,
-                plain: Bytes::from(body),
-                gzip: None,
+            *slot = Some(match body {
+                Encoded::Plain(text) => Rendered {
+                    began,
+                    plain: Some(Bytes::from(text)),
+                    gzip: None,
+                },
+                Encoded::Gzip { zipped, .. } => Rendered {
+                    began,
+                    plain: None,
+                    gzip: Some(Bytes::from(zipped)),
+                },
             });
         }
         let rendered = slot.as_mut()?;
-        if !gzip {
-            return Some(rendered.plain.clone());
+        match (gzip, &rendered.plain, &rendered.gzip) {
+            (true, _, Some(zipped)) => Some(Served::Whole(zipped.clone())),
+            (true, Some(plain), None) => {
+                let plain = plain.clone();
+                let zipped = tokio::task::spawn_blocking(move || metrics::body::compress(&plain))
+                    .await
+                    .ok()??;
+                let zipped = Bytes::from(zipped);
+                rendered.gzip = Some(zipped.clone());
+                Some(Served::Whole(zipped))
+            }
+            (false, Some(plain), _) => Some(Served::Whole(plain.clone())),
+            (false, None, Some(zipped)) => Some(Served::Inflated(zipped.clone())),
+            (_, None, None) => None,
         }
-        if rendered.gzip.is_none() {
-            let plain = rendered.plain.clone();
-            let zipped = tokio::task::spawn_blocking(move || compress(&plain))
-                .await
-                .ok()??;
-            rendered.gzip = Some(zipped);
-        }
-        rendered.gzip.clone()
     }
 }
 
-fn compress(plain: &[u8]) -> Option<Bytes> {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(plain.len() / 8),
-        flate2::Compression::new(GZIP_LEVEL),
-    );
-    encoder.write_all(plain).ok()?;
-    encoder.finish().ok().map(Bytes::from)
+/// Text inflated from a gzipped body at a time: a fraction of a
+/// millisecond of the runtime's thread per piece.
+const INFLATED_PIECE: usize = 64 << 10;
+
+/// The text of a gzipped body, inflated piece by piece as the client
+/// takes it: a scraper that does not ask for gzip never makes the agent
+/// hold the whole text of a large body.
+fn inflated(zipped: Bytes) -> axum::body::Body {
+    use std::io::Read;
+    let decoder = flate2::read::GzDecoder::new(std::io::Cursor::new(zipped));
+    let pieces = futures::stream::unfold(Some(decoder), |decoder| async move {
+        let mut decoder = decoder?;
+        let mut piece = vec![0; INFLATED_PIECE];
+        let mut filled = 0;
+        while filled < piece.len() {
+            match decoder.read(&mut piece[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                // Our own gzip does not fail to inflate; if it did, the
+                // response ends early rather than with wrong text.
+                Err(e) => return Some((Err(e), None)),
+            }
+        }
+        if filled == 0 {
+            return None;
+        }
+        piece.truncate(filled);
+        Some((Ok(Bytes::from(piece)), Some(decoder)))
+    });
+    axum::body::Body::from_stream(pieces)
 }
 
 /// Whether the request accepts a gzip body (`Accept-Encoding: gzip`, not
@@ -214,6 +258,10 @@ async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> R
                 metrics::OPENMETRICS_CONTENT_TYPE
             } else {
                 metrics::TEXT_CONTENT_TYPE
+            };
+            let body = match body {
+                Served::Whole(bytes) => axum::body::Body::from(bytes),
+                Served::Inflated(zipped) => inflated(zipped),
             };
             let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
             let h = response.headers_mut();
@@ -348,6 +396,31 @@ mod tests {
     use super::*;
     use crate::model::ClusterState;
 
+    /// The bytes of a body served whole.
+    fn whole(served: Option<Served>) -> Bytes {
+        match served {
+            Some(Served::Whole(bytes)) => bytes,
+            other => panic!("not a whole body: {other:?}"),
+        }
+    }
+
+    /// The text a response body carries, however it is sent.
+    async fn collect(body: axum::body::Body) -> Vec<u8> {
+        axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap()
+            .to_vec()
+    }
+
+    fn gunzip(zipped: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(zipped)
+            .read_to_end(&mut text)
+            .unwrap();
+        text
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_scrapes_share_one_body_and_none_gets_an_older_one() {
         let cluster = SharedCluster::new(ClusterState::new("c".into(), Vec::new(), false));
@@ -356,7 +429,7 @@ mod tests {
         let asked = Instant::now();
         let scrapes = (0..8).map(|_| {
             let (bodies, exposition) = (bodies.clone(), exposition.clone());
-            tokio::spawn(async move { bodies.get(&exposition, false, asked, false).await.unwrap() })
+            tokio::spawn(async move { whole(bodies.get(&exposition, false, asked, false).await) })
         });
         let got: Vec<Bytes> = join_all(scrapes)
             .await
@@ -368,33 +441,114 @@ mod tests {
             "one render for eight scrapes that asked before it began"
         );
         // Asked after that render began: a fresh body, never the old one.
-        let later = bodies
-            .get(&exposition, false, Instant::now(), false)
-            .await
-            .unwrap();
+        let later = whole(bodies.get(&exposition, false, Instant::now(), false).await);
         assert_ne!(later.as_ptr(), got[0].as_ptr());
         // The other format has its own body.
-        let om = bodies.get(&exposition, true, asked, false).await.unwrap();
+        let om = whole(bodies.get(&exposition, true, asked, false).await);
         assert!(String::from_utf8_lossy(&om).ends_with("# EOF\n"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_gzip_body_is_the_plain_body_compressed_once() {
-        use std::io::Read;
         let cluster = SharedCluster::new(ClusterState::new("c".into(), Vec::new(), false));
         let exposition = Arc::new(Exposition::new(vec![cluster]));
         let bodies = Bodies::default();
         let asked = Instant::now();
-        let zipped = bodies.get(&exposition, false, asked, true).await.unwrap();
-        let plain = bodies.get(&exposition, false, asked, false).await.unwrap();
-        let again = bodies.get(&exposition, false, asked, true).await.unwrap();
+        let zipped = whole(bodies.get(&exposition, false, asked, true).await);
+        let plain = whole(bodies.get(&exposition, false, asked, false).await);
+        let again = whole(bodies.get(&exposition, false, asked, true).await);
         assert_eq!(zipped.as_ptr(), again.as_ptr(), "compressed once");
-        let mut decoded = Vec::new();
-        flate2::read::GzDecoder::new(&zipped[..])
-            .read_to_end(&mut decoded)
-            .unwrap();
-        assert_eq!(decoded, plain.to_vec(), "exactly the plain body");
+        assert_eq!(gunzip(&zipped), plain.to_vec(), "exactly the plain body");
         assert!(zipped.len() < plain.len());
+    }
+
+    /// A cluster with `n` elections of one candidate each.
+    fn elections(n: usize) -> ClusterState {
+        use crate::model::candidate::IdentityMode;
+        use crate::model::child::ChildNode;
+        use crate::model::pattern::TreePattern;
+        use crate::model::tree::Tree;
+        let mut tree = Tree::elections(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Data);
+        tree.apply_listing(
+            (0..n)
+                .map(|i| {
+                    let child = ChildNode {
+                        name: "n_0000000001".into(),
+                        data: format!("dev-{i}").into_bytes(),
+                        ephemeral_owner: 7,
+                        ctime_ms: 0,
+                    };
+                    (format!("/bots/bot_{i}"), vec![child])
+                })
+                .collect(),
+            crate::model::now::Now::current(),
+        );
+        ClusterState::new("c".into(), vec![tree], true)
+    }
+
+    /// A body past the threshold is kept only compressed, whoever asked
+    /// first; a scraper that does not take gzip gets it inflated as it is
+    /// sent, the same text as a plain render; one below the threshold
+    /// stays as it was (text, compressed on demand).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_body_is_kept_compressed_and_inflated_for_a_plain_scraper() {
+        let cluster = SharedCluster::new(elections(500));
+        let exposition = Arc::new(Exposition::new(vec![cluster.clone()]).zipping_past(4096));
+        let reference = Exposition::new(vec![cluster]);
+        let bodies = Bodies::default();
+        let asked = Instant::now();
+        let zipped = whole(bodies.get(&exposition, false, asked, true).await);
+        {
+            let slot = bodies.slots[0].lock().await;
+            let kept = slot.as_ref().unwrap();
+            assert!(kept.plain.is_none(), "the text is not kept beside its gzip");
+            assert_eq!(kept.gzip.as_ref().unwrap().as_ptr(), zipped.as_ptr());
+        }
+        let text = gunzip(&zipped);
+        assert!(
+            text.len() > 20 * 4096,
+            "the body is well past the threshold"
+        );
+        let plain = match bodies.get(&exposition, false, asked, false).await {
+            Some(Served::Inflated(z)) => collect(inflated(z)).await,
+            other => panic!("not inflated: {other:?}"),
+        };
+        assert_eq!(plain, text, "inflated: the text of the gzip");
+        // The same text a plain render makes (the families' values do not
+        // move between the two renders of a model nothing writes to).
+        let rendered = reference.render(false).unwrap();
+        let strip = |t: &[u8]| {
+            String::from_utf8(t.to_vec())
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with("zookeeper_election_masterless_seconds"))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        };
+        assert_eq!(strip(&plain), strip(rendered.as_bytes()));
+        // Asked first without gzip: kept compressed all the same.
+        let bodies = Bodies::default();
+        let first = match bodies.get(&exposition, false, Instant::now(), false).await {
+            Some(Served::Inflated(z)) => collect(inflated(z)).await,
+            other => panic!("not inflated: {other:?}"),
+        };
+        assert_eq!(strip(&first), strip(rendered.as_bytes()));
+        assert!(
+            bodies.slots[0]
+                .lock()
+                .await
+                .as_ref()
+                .unwrap()
+                .plain
+                .is_none()
+        );
+        // Small (the default threshold): the text is kept, gzip on demand.
+        let small = Arc::new(Exposition::new(vec![SharedCluster::new(elections(2))]));
+        let bodies = Bodies::default();
+        let zipped = whole(bodies.get(&small, false, Instant::now(), true).await);
+        let kept = bodies.slots[0].lock().await;
+        let kept = kept.as_ref().unwrap();
+        assert_eq!(gunzip(&zipped), kept.plain.as_ref().unwrap().to_vec());
     }
 
     #[test]

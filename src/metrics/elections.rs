@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::body::Body;
 use super::encode::unix_seconds;
 use super::text::{self, Election, Kind, Sink, Text, Value};
 use super::{Scrape, names};
@@ -85,7 +86,7 @@ fn rows<'a>(s: &Scrape<'a>, labels: &mut String) -> Vec<Seen<'a>> {
 
 /// Writes the per-election families of a scrape as text into `out`, in
 /// the format the scraper asked for.
-pub(super) fn write_elections(out: &mut String, s: &Scrape, openmetrics: bool) -> fmt::Result {
+pub(super) fn write_elections(out: &mut Body, s: &Scrape, openmetrics: bool) -> fmt::Result {
     let mut labels = String::new();
     let rows = rows(s, &mut labels);
     write_families(&mut Text::new(out, openmetrics), &rows, &labels)
@@ -247,6 +248,7 @@ pub(super) fn write_families<S: Sink>(sink: &mut S, rows: &[Seen], labels: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::body::Encoded;
     use crate::metrics::text::reference::Library;
     use prometheus_client::collector::Collector;
     use prometheus_client::encoding::DescriptorEncoder;
@@ -393,9 +395,30 @@ mod tests {
                 } else {
                     prometheus_client::encoding::prometheus_text::encode(&mut library, &registry).unwrap();
                 }
-                let mut ours = String::new();
+                let mut ours = Body::plain(0);
                 write_families(&mut Text::new(&mut ours, openmetrics), &seen, &labels).unwrap();
+                let ours = match ours.finish().unwrap() {
+                    Encoded::Plain(text) => text,
+                    Encoded::Gzip { .. } => unreachable!("a plain body"),
+                };
                 prop_assert_eq!(&ours, &library, "openmetrics: {}", openmetrics);
+                // Compressed from the first series on, it is the same text.
+                let mut zipped = Body::zipping_past(1, 0);
+                write_families(&mut Text::new(&mut zipped, openmetrics), &seen, &labels).unwrap();
+                let text = match zipped.finish().unwrap() {
+                    Encoded::Plain(text) => text,
+                    Encoded::Gzip { zipped, plain_len } => {
+                        let mut text = String::new();
+                        std::io::Read::read_to_string(
+                            &mut flate2::read::GzDecoder::new(&zipped[..]),
+                            &mut text,
+                        )
+                        .unwrap();
+                        prop_assert_eq!(plain_len, text.len());
+                        text
+                    }
+                };
+                prop_assert_eq!(&text, &library, "compressed, openmetrics: {}", openmetrics);
             }
         }
     }

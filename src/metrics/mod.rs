@@ -7,6 +7,7 @@
 //! Prometheus text format or OpenMetrics as the scraper asks.
 
 mod alerting;
+pub mod body;
 mod discovery;
 mod elections;
 mod encode;
@@ -38,6 +39,8 @@ use prometheus_client::registry::Registry;
 
 use crate::model::attention::Survey;
 use crate::model::{ClusterState, Roster, SharedCluster};
+use body::Body;
+pub use body::Encoded;
 use mntr_section::encode_mntr_section;
 
 /// Content type of the Prometheus text format.
@@ -53,7 +56,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 pub struct Collector {
     clusters: Arc<Vec<SharedCluster>>,
     openmetrics: bool,
-    elections: Arc<std::sync::Mutex<String>>,
+    elections: Arc<std::sync::Mutex<Body>>,
 }
 
 /// Everything `/metrics` shows: the clusters' families (through a
@@ -81,6 +84,8 @@ pub struct Exposition {
     /// Per format: how long the last render took, and how many elections
     /// and groups the clusters held then (see [`Exposition::is_cheap`]).
     last_render: std::sync::Mutex<[Option<(std::time::Duration, usize)>; 2]>,
+    /// [`ZIP_PAST`], or less in tests.
+    zip_past: usize,
 }
 
 /// A render that took less than this last time, of a model that has not
@@ -90,6 +95,12 @@ const CHEAP_RENDER: std::time::Duration = std::time::Duration::from_millis(1);
 /// Elections a model may have gained since a cheap render and still count
 /// as the size that render had.
 const CHEAP_GROWTH: usize = 1_000;
+
+/// A body is compressed while it is written once it grows past this:
+/// beyond the default cap's (about 12 MiB at 10,000 elections), where the
+/// text alone would outgrow the memory the model is allowed beside it
+/// (docs/benchmarks.md).
+pub const ZIP_PAST: usize = 32 << 20;
 
 /// The decision of [`Exposition::is_cheap`]: the last render (its time and
 /// the elections then) and the elections now (`None`: a writer holds them).
@@ -137,7 +148,15 @@ impl Exposition {
             layouts: std::sync::Mutex::default(),
             last_len: std::sync::atomic::AtomicUsize::new(0),
             last_render: std::sync::Mutex::default(),
+            zip_past: ZIP_PAST,
         }
+    }
+
+    /// Compresses bodies past `bytes` instead of
+    /// [`ZIP_PAST`]: for tests, whose models are small.
+    pub fn zipping_past(mut self, bytes: usize) -> Self {
+        self.zip_past = bytes;
+        self
     }
 
     /// Elections and groups of every cluster, or `None` when a writer holds
@@ -166,12 +185,16 @@ impl Exposition {
         last.is_some_and(|(took, _)| took < CHEAP_RENDER) && cheap(last, self.parents())
     }
 
-    /// [`render`](Self::render), remembering how long it took for
-    /// [`is_cheap`](Self::is_cheap).
-    pub fn render_timed(&self, openmetrics: bool) -> Result<String, fmt::Error> {
+    /// The body `/metrics` serves, remembering how long it took for
+    /// [`is_cheap`](Self::is_cheap). A body that grows past [`ZIP_PAST`]
+    /// is compressed while it is written, and kept only so, whether its
+    /// scraper asked for gzip or not (see [`body`]).
+    pub fn render_timed(&self, openmetrics: bool) -> Result<Encoded, fmt::Error> {
         let parents = self.parents();
         let began = std::time::Instant::now();
-        let body = self.render(openmetrics);
+        let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
+        let body = Body::zipping_past(self.zip_past, (last + last / 16).max(1 << 16));
+        let body = self.encode(openmetrics, body);
         let took = began.elapsed();
         self.last_render.lock().unwrap_or_else(|p| p.into_inner())[usize::from(openmetrics)] =
             parents.map(|parents| (took, parents));
@@ -185,7 +208,7 @@ impl Exposition {
         &self,
         roster: Arc<Vec<SharedCluster>>,
         openmetrics: bool,
-        elections: Arc<std::sync::Mutex<String>>,
+        elections: Arc<std::sync::Mutex<Body>>,
     ) -> Registry {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Collector {
@@ -216,8 +239,14 @@ impl Exposition {
         // Sized from the last body: growing a 100 MiB string by doubling
         // copies it again and again.
         let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
-        let mut body = String::with_capacity((last + last / 16).max(1 << 16));
-        crate::os::prefer_huge_pages(&mut body);
+        match self.encode(openmetrics, Body::plain((last + last / 16).max(1 << 16)))? {
+            Encoded::Plain(text) => Ok(text),
+            Encoded::Gzip { .. } => Err(fmt::Error),
+        }
+    }
+
+    /// Writes everything into `body`.
+    fn encode(&self, openmetrics: bool, body: Body) -> Result<Encoded, fmt::Error> {
         // The per-election families (most of a large body) are written
         // straight into the body during the registry's encoding; the
         // library's families follow them.
@@ -231,8 +260,12 @@ impl Exposition {
             prometheus_client::encoding::prometheus_text::encode(&mut rest, &registry)?;
         }
         drop(registry);
-        let mut out = std::mem::take(&mut *elections.lock().unwrap_or_else(|p| p.into_inner()));
-        out.push_str(&rest);
+        let mut out = Arc::into_inner(elections)
+            .ok_or(fmt::Error)?
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        out.text().push_str(&rest);
+        out.written()?;
         drop(rest);
         let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
@@ -247,7 +280,7 @@ impl Exposition {
         let mut cache = self.mntr_cache.lock().unwrap_or_else(|p| p.into_inner());
         let slot = &mut cache[usize::from(openmetrics)];
         match slot {
-            Some((g, text)) if *g == generations => out.push_str(text),
+            Some((g, text)) if *g == generations => out.text().push_str(text),
             _ => {
                 let mut text = String::new();
                 let mut typings = self.typings.lock().unwrap_or_else(|p| p.into_inner());
@@ -259,15 +292,19 @@ impl Exposition {
                     &mut typings,
                     &mut layouts[usize::from(openmetrics)],
                 )?;
-                out.push_str(&text);
+                out.text().push_str(&text);
                 *slot = Some((generations, text));
             }
         }
+        drop(cache);
+        drop(clusters);
+        drop(guards);
         if openmetrics {
-            prometheus_client::encoding::text::encode_eof(&mut out)?;
+            prometheus_client::encoding::text::encode_eof(out.text())?;
         }
+        let out = out.finish()?;
         self.last_len
-            .store(out.len(), std::sync::atomic::Ordering::Relaxed);
+            .store(out.plain_len(), std::sync::atomic::Ordering::Relaxed);
         Ok(out)
     }
 }

@@ -12,6 +12,7 @@
 
 use std::fmt;
 
+use super::body::Body;
 use super::encode::escape;
 
 /// A family's type, as both formats name it.
@@ -84,14 +85,14 @@ fn write_value(value: Value, out: &mut String) {
 
 /// The families written as text into `out`.
 pub(super) struct Text<'o> {
-    out: &'o mut String,
+    out: &'o mut Body,
     openmetrics: bool,
     name: &'static str,
     counter: bool,
 }
 
 impl<'o> Text<'o> {
-    pub fn new(out: &'o mut String, openmetrics: bool) -> Self {
+    pub fn new(out: &'o mut Body, openmetrics: bool) -> Self {
         Self {
             out,
             openmetrics,
@@ -112,7 +113,7 @@ impl Sink for Text<'_> {
         } else {
             ""
         };
-        let out = &mut *self.out;
+        let out = self.out.text();
         out.push_str("# HELP ");
         out.push_str(name);
         out.push_str(suffix);
@@ -129,7 +130,7 @@ impl Sink for Text<'_> {
     }
 
     fn sample(&mut self, e: &Election, extra: &[(&str, &str)], value: Value) -> fmt::Result {
-        let out = &mut *self.out;
+        let out = self.out.text();
         out.push_str(self.name);
         if self.counter {
             out.push_str("_total");
@@ -146,7 +147,8 @@ impl Sink for Text<'_> {
         out.push_str("} ");
         write_value(value, out);
         out.push('\n');
-        Ok(())
+        // A large body asked for gzip is compressed as it is written.
+        self.out.written()
     }
 }
 
