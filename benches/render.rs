@@ -26,6 +26,13 @@ fn main() {
         scaled(1_000_000, 10_000, &[false]);
         return;
     }
+    // `cargo bench --bench render -- zipped`: a body past the threshold
+    // at which it is compressed while written, against the same body
+    // written whole, and how long each keeps a writer waiting.
+    if std::env::args().any(|a| a == "zipped") {
+        zipped(200_000);
+        return;
+    }
     // `cargo bench --bench render -- collection`: one fresh collection's
     // parse, typing and render, alone.
     if std::env::args().any(|a| a == "collection") {
@@ -104,6 +111,66 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
             median.as_secs_f64() * 1e6 / size.1 as f64,
             times[0],
             times[times.len() - 1]
+        );
+    }
+}
+
+/// Every one of `elections` exported: the render `/metrics` makes (past
+/// `ZIP_PAST`, compressed as it is written) against the same text written
+/// whole, alternately; with each, how long a writer (the watch applying
+/// an event) that came 20 ms into the render waited for its read locks.
+fn zipped(elections: usize) {
+    let mut state = bots(elections);
+    state.limits.max_elections = elections;
+    state.limits.max_tracked_elections = elections;
+    let cluster = SharedCluster::new(state);
+    let exposition = std::sync::Arc::new(metrics::Exposition::new(vec![cluster.clone()]));
+    // Sizes the next bodies from this one, as in a running agent.
+    let plain_len = exposition.render(false).unwrap().len();
+    let mut results: [Vec<(Duration, Duration)>; 2] = Default::default();
+    let mut zipped_len = 0;
+    for round in 0..10 {
+        let compressed = round % 2 == 1;
+        let start = Instant::now();
+        let writer = {
+            let cluster = cluster.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                cluster.request_observed("bench", Duration::ZERO);
+                start.elapsed()
+            })
+        };
+        if compressed {
+            match exposition.render_timed(false).unwrap() {
+                metrics::Encoded::Gzip { zipped, .. } => zipped_len = zipped.len(),
+                metrics::Encoded::Plain(_) => panic!("not compressed past ZIP_PAST"),
+            }
+        } else {
+            exposition.render(false).unwrap();
+        }
+        let took = start.elapsed();
+        let writer_in = writer.join().unwrap();
+        results[usize::from(compressed)].push((took, writer_in));
+    }
+    for (compressed, runs) in results.iter_mut().enumerate() {
+        runs.sort();
+        let (took, _) = runs[runs.len() / 2];
+        let mut waits: Vec<Duration> = runs.iter().map(|r| r.1).collect();
+        waits.sort();
+        println!(
+            "zipped: {elections} elections exported, {:.0} MiB of text{}: render median {took:.0?} (min {:.0?}, max {:.0?}); a writer 20 ms in got its lock at median {:.0?}",
+            plain_len as f64 / (1 << 20) as f64,
+            if compressed == 1 {
+                format!(
+                    ", compressed as written to {:.1} MiB",
+                    zipped_len as f64 / (1 << 20) as f64
+                )
+            } else {
+                ", written whole".to_owned()
+            },
+            runs[0].0,
+            runs[runs.len() - 1].0,
+            waits[waits.len() / 2],
         );
     }
 }

@@ -27,6 +27,12 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resets the process's peak RSS (`VmHWM`) to its RSS now, so that the
+/// next reading is the peak of what follows.
+fn reset_peak(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
 fn master_is(exporter_port: u16, election: &str, node: &str) -> bool {
     http_get(exporter_port, "/metrics").is_ok_and(|(_, body)| {
         body.lines().any(|l| {
@@ -283,6 +289,19 @@ async fn node_switch_latency(zk: &ZkServer) {
 fn get_raw(port: u16) -> Vec<u8> {
     let mut buf = Vec::with_capacity(16 << 20);
     get_raw_into(port, &mut buf);
+    buf
+}
+
+/// GET /metrics asking for gzip, as Prometheus does: the bytes as sent.
+fn get_raw_gzip(port: u16) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
     buf
 }
 
@@ -842,6 +861,19 @@ async fn million(zk: &ZkServer, n: usize) {
         "[[clusters]]\nname = \"million\"\nservers = [\"{}\"]\nmax_elections = {n}\n[[clusters.elections]]\npath = \"{base}/*\"\n",
         zk.address()
     ));
+    // As Prometheus scrapes (gzip), then as a client without gzip, each
+    // with its own peak.
+    let synced = rss_kib(exporter.id(), "VmRSS:");
+    reset_peak(exporter.id());
+    let mut zipped = Vec::new();
+    let mut zipped_bytes = 0;
+    for _ in 0..2 {
+        let t = Instant::now();
+        zipped_bytes = get_raw_gzip(port).len();
+        zipped.push(t.elapsed());
+    }
+    let zipped_peak = rss_kib(exporter.id(), "VmHWM:");
+    reset_peak(exporter.id());
     let mut scrapes = Vec::new();
     for _ in 0..2 {
         let t = Instant::now();
@@ -849,11 +881,17 @@ async fn million(zk: &ZkServer, n: usize) {
         scrapes.push(t.elapsed());
     }
     println!(
-        "(m) every election exported (max_elections = {n}): /ready in {sync:.2?}; GET /metrics {:.0} MiB in {:.1?} and {:.1?}; RSS peak {:.0} MiB",
+        "(m) every election exported (max_elections = {n}): /ready in {sync:.2?}, RSS {:.0} MiB; gzip: GET /metrics {:.1} MiB in {:.1?} and {:.1?}, RSS peak {:.0} MiB; plain: {:.0} MiB in {:.1?} and {:.1?}, RSS peak {:.0} MiB (target 1 KiB x elections + 64 MiB = {:.0} MiB)",
+        synced as f64 / 1024.0,
+        zipped_bytes as f64 / (1 << 20) as f64,
+        zipped[0],
+        zipped[1],
+        zipped_peak as f64 / 1024.0,
         bytes as f64 / (1 << 20) as f64,
         scrapes[0],
         scrapes[1],
-        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0
+        rss_kib(exporter.id(), "VmHWM:") as f64 / 1024.0,
+        (n as f64 + 65536.0) / 1024.0
     );
     let _ = exporter.kill();
     let _ = exporter.wait();
