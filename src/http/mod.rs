@@ -394,7 +394,9 @@ async fn ready(State(state): State<AppState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::body::gunzip;
     use crate::model::ClusterState;
+    use crate::model::testing::bots;
 
     /// The bytes of a body served whole.
     fn whole(served: Option<Served>) -> Bytes {
@@ -410,15 +412,6 @@ mod tests {
             .await
             .unwrap()
             .to_vec()
-    }
-
-    fn gunzip(zipped: &[u8]) -> Vec<u8> {
-        use std::io::Read;
-        let mut text = Vec::new();
-        flate2::read::GzDecoder::new(zipped)
-            .read_to_end(&mut text)
-            .unwrap();
-        text
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,32 +451,12 @@ mod tests {
         let plain = whole(bodies.get(&exposition, false, asked, false).await);
         let again = whole(bodies.get(&exposition, false, asked, true).await);
         assert_eq!(zipped.as_ptr(), again.as_ptr(), "compressed once");
-        assert_eq!(gunzip(&zipped), plain.to_vec(), "exactly the plain body");
-        assert!(zipped.len() < plain.len());
-    }
-
-    /// A cluster with `n` elections of one candidate each.
-    fn elections(n: usize) -> ClusterState {
-        use crate::model::candidate::IdentityMode;
-        use crate::model::child::ChildNode;
-        use crate::model::pattern::TreePattern;
-        use crate::model::tree::Tree;
-        let mut tree = Tree::elections(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Data);
-        tree.apply_listing(
-            (0..n)
-                .map(|i| {
-                    let child = ChildNode {
-                        name: "n_0000000001".into(),
-                        data: format!("dev-{i}").into_bytes(),
-                        ephemeral_owner: 7,
-                        ctime_ms: 0,
-                    };
-                    (format!("/bots/bot_{i}"), vec![child])
-                })
-                .collect(),
-            crate::model::now::Now::current(),
+        assert_eq!(
+            gunzip(&zipped).as_bytes(),
+            &plain[..],
+            "exactly the plain body"
         );
-        ClusterState::new("c".into(), vec![tree], true)
+        assert!(zipped.len() < plain.len());
     }
 
     /// A body past the threshold is kept only compressed, whoever asked
@@ -492,7 +465,7 @@ mod tests {
     /// stays as it was (text, compressed on demand).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_large_body_is_kept_compressed_and_inflated_for_a_plain_scraper() {
-        let cluster = SharedCluster::new(elections(500));
+        let cluster = SharedCluster::new(bots(500));
         let exposition = Arc::new(Exposition::new(vec![cluster.clone()]).zipping_past(4096));
         let reference = Exposition::new(vec![cluster]);
         let bodies = Bodies::default();
@@ -513,7 +486,7 @@ mod tests {
             Some(Served::Inflated(z)) => collect(inflated(z)).await,
             other => panic!("not inflated: {other:?}"),
         };
-        assert_eq!(plain, text, "inflated: the text of the gzip");
+        assert_eq!(plain, text.as_bytes(), "inflated: the text of the gzip");
         // The same text a plain render makes (the families' values do not
         // move between the two renders of a model nothing writes to).
         let rendered = reference.render(false).unwrap();
@@ -543,12 +516,15 @@ mod tests {
                 .is_none()
         );
         // Small (the default threshold): the text is kept, gzip on demand.
-        let small = Arc::new(Exposition::new(vec![SharedCluster::new(elections(2))]));
+        let small = Arc::new(Exposition::new(vec![SharedCluster::new(bots(2))]));
         let bodies = Bodies::default();
         let zipped = whole(bodies.get(&small, false, Instant::now(), true).await);
         let kept = bodies.slots[0].lock().await;
         let kept = kept.as_ref().unwrap();
-        assert_eq!(gunzip(&zipped), kept.plain.as_ref().unwrap().to_vec());
+        assert_eq!(
+            gunzip(&zipped).as_bytes(),
+            &kept.plain.as_ref().unwrap()[..]
+        );
     }
 
     #[test]

@@ -180,19 +180,18 @@ pub fn compress(plain: &[u8]) -> Option<Vec<u8>> {
     encoder.finish().ok()
 }
 
+/// The text a gzipped body holds, for the tests of what compresses.
+#[cfg(test)]
+pub(crate) fn gunzip(zipped: &[u8]) -> String {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(zipped), &mut text).unwrap();
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::io::Read;
-
-    fn gunzip(zipped: &[u8]) -> String {
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(zipped)
-            .read_to_string(&mut text)
-            .unwrap();
-        text
-    }
 
     /// Writes `pieces` as a render does (a piece, then `written`).
     fn write(mut body: Body, pieces: &[String]) -> Encoded {

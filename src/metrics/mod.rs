@@ -378,33 +378,7 @@ impl PromCollector for Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::candidate::IdentityMode;
-    use crate::model::child::ChildNode;
-    use crate::model::now::Now;
-    use crate::model::pattern::TreePattern;
-    use crate::model::tree::Tree;
-
-    /// A cluster with `n` elections of one candidate each.
-    fn cluster(n: usize) -> ClusterState {
-        let mut tree = Tree::elections(TreePattern::parse("/bots/*").unwrap(), IdentityMode::Data);
-        tree.apply_listing(
-            (0..n)
-                .map(|i| {
-                    (
-                        format!("/bots/bot_{i}"),
-                        vec![ChildNode {
-                            name: "n_0000000001".into(),
-                            data: b"a".to_vec(),
-                            ephemeral_owner: 7,
-                            ctime_ms: 0,
-                        }],
-                    )
-                })
-                .collect(),
-            Now::current(),
-        );
-        ClusterState::new("c".into(), vec![tree], true)
-    }
+    use crate::model::testing::bots;
 
     /// Renders on the runtime's thread only after a render showed the
     /// model cheap, per format, and not once the model grew past what
@@ -429,7 +403,7 @@ mod tests {
     /// goes to the blocking pool whatever the last one took.
     #[test]
     fn renders_are_remembered_per_format_with_their_model_size() {
-        let shared = SharedCluster::new(cluster(10));
+        let shared = SharedCluster::new(bots(10));
         let exposition = Exposition::new(vec![shared.clone()]);
         assert!(!exposition.is_cheap(false), "never before a first render");
         exposition.render_timed(false).unwrap();
@@ -438,7 +412,7 @@ mod tests {
         assert_eq!(last(true), None, "each format on its own");
         assert!(!exposition.is_cheap(true));
         assert_eq!(exposition.parents(), Some(10));
-        shared.rebuild(|_| cluster(11 + CHEAP_GROWTH));
+        shared.rebuild(|_| bots(11 + CHEAP_GROWTH));
         assert!(!exposition.is_cheap(false), "grown since the last render");
         exposition.render_timed(false).unwrap();
         assert_eq!(last(false).map(|(_, n)| n), Some(11 + CHEAP_GROWTH));

@@ -27,6 +27,8 @@ pub mod reload;
 pub mod roster;
 pub mod session;
 pub mod shared;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod timeline;
 pub mod tree;
 pub mod web;
