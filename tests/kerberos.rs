@@ -273,6 +273,82 @@ async fn a_credential_cache_filled_by_kinit_is_used() {
         .await;
 }
 
+/// A ticket nobody renews, read by check after check: krb5 gives its life
+/// in whole seconds, so each read used to land somewhere in the second
+/// after the true expiry and about every other check counted a renewal
+/// that never happened. Now every check sees the ticket's own expiry,
+/// to the second, and no renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_read_again_and_again_is_not_taken_for_a_renewal() {
+    let (kdc, zk) = shared_realm();
+    let app_keytab = kdc.principal("hbase-r", "10h");
+    let agent_keytab = kdc.principal("agent-r", "2 minutes");
+    let (app, agent) = (principal("hbase-r"), principal("agent-r"));
+    let root = unique_path("krbsame");
+    let hbase = format!("{root}-hbase");
+    let mut w = KazooWriter::connect(kdc, zk.port, &app_keytab);
+    hbase_layout(&mut w, &hbase, &acl(&app, &agent));
+    // A cache kinit filled and nobody renews: only the agent reads it.
+    let cache = format!("FILE:{}/agent-r.ccache", kdc.dir.display());
+    kdc.kinit(&agent, &agent_keytab, &cache);
+    let exporter = Exporter::start(&config(
+        &zk.address(),
+        &format!(
+            "credential_cache = \"{cache}\"\nkrb5_conf = \"{}\"\nserver_name = \"localhost\"\n",
+            kdc.krb5_conf.display()
+        ),
+        &format!(
+            "four_letter_words = {{ enabled = false }}\n[[clusters.systems]]\nkind = \"hbase\"\nroot = \"{hbase}\"\n"
+        ),
+    ));
+    // The agent checks again every quarter of the remaining life (30 s,
+    // 22 s, 17 s ... of a two-minute ticket): wait for three rechecks,
+    // reading the ticket's figures after each.
+    let (mut checks, mut expiries, mut first_seen) = (Vec::new(), Vec::new(), Vec::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs(105);
+    while checks.len() < 4 && std::time::Instant::now() < deadline {
+        if let Ok(m) = exporter.metrics() {
+            let at = m.get(
+                "zookeeper_session_kerberos_last_success_timestamp_seconds",
+                &[],
+            );
+            if let Some(at) = at.filter(|at| checks.last() != Some(at)) {
+                checks.push(at);
+                expiries.push(get(
+                    &m,
+                    "zookeeper_session_kerberos_ticket_expiry_timestamp_seconds",
+                ));
+                first_seen.push(get(
+                    &m,
+                    "zookeeper_session_kerberos_ticket_first_seen_timestamp_seconds",
+                ));
+                assert_eq!(
+                    get(&m, "zookeeper_session_kerberos_ticket_renewals_total"),
+                    0.0,
+                    "no renewal happened; checks at {checks:?} saw expiries {expiries:?}"
+                );
+                assert_eq!(get(&m, "zookeeper_session_kerberos_ticket_ok"), 1.0);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        checks.len(),
+        4,
+        "the first check and three rechecks within 105 s: {checks:?}"
+    );
+    assert!(
+        expiries
+            .iter()
+            .all(|e| *e == expiries[0] && e.fract() == 0.0),
+        "one expiry, in whole seconds, as the ticket holds it: {expiries:?}"
+    );
+    assert!(
+        first_seen.iter().all(|f| *f == first_seen[0]),
+        "first seen at the first check: {first_seen:?}"
+    );
+}
+
 /// Without credentials the server refuses the session, and a principal
 /// the ACLs do not name is connected but may not read: both explained.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

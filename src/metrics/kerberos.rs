@@ -57,6 +57,18 @@ pub(super) fn encode_kerberos(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     )?;
     family(
         enc,
+        names::KERBEROS_TICKET_FIRST_SEEN,
+        "When a check first saw the agent's current ticket (its expiry): about when it was issued after a renewal, the agent's first check otherwise. The expiry minus this is the part of the ticket's life the agent has seen.",
+        MetricType::Gauge,
+        |m| {
+            each(clusters, |l, k| match k.first_seen {
+                Some(t) => gauge(m, l, unix_seconds(t)),
+                None => Ok(()),
+            })
+        },
+    )?;
+    family(
+        enc,
         names::KERBEROS_LAST_CHECK_SUCCESS,
         "When a Kerberos check last got the agent's ticket.",
         MetricType::Gauge,

@@ -136,6 +136,8 @@ pub const SESSION_REQUEST_DURATION_SECONDS: &str = "zookeeper_session_request_du
 pub const KERBEROS_TICKET_OK: &str = "zookeeper_session_kerberos_ticket_ok";
 pub const KERBEROS_TICKET_EXPIRY: &str =
     "zookeeper_session_kerberos_ticket_expiry_timestamp_seconds";
+pub const KERBEROS_TICKET_FIRST_SEEN: &str =
+    "zookeeper_session_kerberos_ticket_first_seen_timestamp_seconds";
 pub const KERBEROS_LAST_CHECK_SUCCESS: &str =
     "zookeeper_session_kerberos_last_success_timestamp_seconds";
 pub const KERBEROS_RENEWALS: &str = "zookeeper_session_kerberos_ticket_renewals";

@@ -6,7 +6,25 @@
 //! without a KDC.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// When a ticket read at `read_at` with `lifetime` left expires. GSSAPI
+/// gives the life in whole seconds, counted by krb5 from the whole second
+/// it read the clock at: the expiry is that second plus the life. Adding
+/// the life to the precise time instead gave an expiry up to a second
+/// late and a different one at every check, which the renewal count took
+/// for renewals.
+pub fn expiry(read_at: SystemTime, lifetime: Duration) -> SystemTime {
+    let whole = read_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    SystemTime::UNIX_EPOCH + Duration::from_secs(whole) + lifetime
+}
+
+/// Expiries this close are one ticket read again (krb5 and the agent may
+/// read the clock on either side of a second); a renewal moves the expiry
+/// by the time since the ticket was issued, minutes at least.
+pub const SAME_TICKET: Duration = Duration::from_secs(2);
 
 /// Why the agent has no usable Kerberos ticket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -179,6 +197,11 @@ pub struct Failure {
 pub struct Credentials {
     /// When the ticket the last successful check saw expires.
     pub expires: Option<SystemTime>,
+    /// When a check first saw that ticket: about when it was issued after
+    /// a renewal, the agent's first check otherwise. With `expires`, the
+    /// part of its life the agent has seen, which the expiring-ticket
+    /// alert compares the time left with.
+    pub first_seen: Option<SystemTime>,
     pub last_success: Option<SystemTime>,
     /// The last check's failure, until a check succeeds; with when it began.
     pub failing: Option<(Failure, SystemTime)>,
@@ -199,10 +222,19 @@ impl Credentials {
         unusable: Vec<Failure>,
         now: SystemTime,
     ) -> Vec<Failure> {
-        if self.expires.is_some_and(|before| expires > before) {
-            self.renewals += 1;
+        let same = self.expires.is_some_and(|before| {
+            let apart = expires
+                .duration_since(before)
+                .unwrap_or_else(|e| e.duration());
+            apart <= SAME_TICKET
+        });
+        if !same {
+            if self.expires.is_some_and(|before| expires > before) {
+                self.renewals += 1;
+            }
+            self.expires = Some(expires);
+            self.first_seen = Some(now);
         }
-        self.expires = Some(expires);
         self.last_success = Some(now);
         let before = self.failing.take();
         let mut begun = Vec::new();
@@ -283,6 +315,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// krb5 counts the life from the whole second it read; any moment
+        /// within that second gives the ticket's own expiry, to the second.
+        #[test]
+        fn the_expiry_is_the_tickets_whatever_the_fraction(
+            second in 0u64..4_000_000_000,
+            nanos in 0u32..1_000_000_000,
+            expires_in in 0u64..1_000_000,
+        ) {
+            let read_at = SystemTime::UNIX_EPOCH + Duration::new(second, nanos);
+            proptest::prop_assert_eq!(
+                expiry(read_at, Duration::from_secs(expires_in)),
+                SystemTime::UNIX_EPOCH + Duration::from_secs(second + expires_in)
+            );
+        }
+    }
+
     #[test]
     fn a_failure_begins_once_and_renewals_count_later_expiries() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
@@ -306,10 +355,19 @@ mod tests {
         assert!(ok(&mut c, 60, 10, vec![]).is_empty());
         assert!(c.failing.is_none());
         assert_eq!(c.renewals, 0, "the first ticket is no renewal");
+        assert_eq!(c.first_seen, Some(t0 + Duration::from_secs(10)));
         ok(&mut c, 60, 20, vec![]);
         assert_eq!(c.renewals, 0, "the same ticket again");
+        // Read a second apart on either side: still that ticket, its
+        // expiry and first sight unchanged.
+        ok(&mut c, 61, 25, vec![]);
+        ok(&mut c, 59, 30, vec![]);
+        assert_eq!(c.renewals, 0, "a second of reading is no renewal");
+        assert_eq!(c.expires, Some(t0 + Duration::from_secs(60)));
+        assert_eq!(c.first_seen, Some(t0 + Duration::from_secs(10)));
         ok(&mut c, 95, 40, vec![]);
         assert_eq!(c.renewals, 1);
+        assert_eq!(c.first_seen, Some(t0 + Duration::from_secs(40)));
         // One member's service principal unknown: said once, kept since.
         let service = || Failure {
             reason: Reason::UnknownService,

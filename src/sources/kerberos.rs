@@ -117,7 +117,7 @@ pub async fn check(k: &Kerberos, servers: &[String]) -> Result<Checked, Failure>
     let wanted = services.clone();
     let run = tokio::task::spawn_blocking(move || gss::check(principal.as_deref(), &wanted));
     let first = services.first().cloned().unwrap_or_default();
-    let (lifetime, failed) = match tokio::time::timeout(CHECK_TIMEOUT, run).await {
+    let (expires, failed) = match tokio::time::timeout(CHECK_TIMEOUT, run).await {
         Err(_) => {
             return Err(fail(
                 Reason::KdcUnreachable,
@@ -132,7 +132,7 @@ pub async fn check(k: &Kerberos, servers: &[String]) -> Result<Checked, Failure>
         Ok(Ok(Ok(done))) => done,
     };
     Ok(Checked {
-        expires: SystemTime::now() + lifetime,
+        expires,
         unusable: failed
             .into_iter()
             .map(|(service, e)| fail(classify(e.minor, subject.mode), &service, &e.text))
@@ -228,7 +228,7 @@ fn minor_text(display: &str) -> String {
 
 #[cfg(feature = "kerberos")]
 mod gss {
-    use std::time::Duration;
+    use std::time::SystemTime;
 
     use libgssapi::context::{ClientCtx, CtxFlags};
     use libgssapi::credential::{Cred, CredUsage};
@@ -236,6 +236,7 @@ mod gss {
     use libgssapi::oid::{GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE, GSS_NT_KRB5_PRINCIPAL, OidSet};
 
     use super::{GssError, minor_text};
+    use crate::model::kerberos::expiry;
 
     fn error(e: libgssapi::error::Error) -> GssError {
         GssError {
@@ -270,13 +271,13 @@ mod gss {
         ctx.step(None, None).map(drop).map_err(error)
     }
 
-    /// The ticket's remaining life, and the services whose ticket failed;
-    /// an error when none could be had (with the service it names).
+    /// When the ticket expires, and the services whose ticket failed; an
+    /// error when none could be had (with the service it names).
     #[allow(clippy::type_complexity)]
     pub(super) fn check(
         principal: Option<&str>,
         services: &[String],
-    ) -> Result<(Duration, Vec<(String, GssError)>), (String, GssError)> {
+    ) -> Result<(SystemTime, Vec<(String, GssError)>), (String, GssError)> {
         let mut failed = Vec::new();
         for service in services {
             if let Err(e) = service_ticket(principal, service) {
@@ -289,13 +290,15 @@ mod gss {
         let lifetime = acquire(principal)
             .and_then(|c| c.lifetime().map_err(error))
             .map_err(|e| (services.first().cloned().unwrap_or_default(), e))?;
-        Ok((lifetime, failed))
+        // Read at once: the life is whole seconds from the second krb5
+        // just read (see `expiry`).
+        Ok((expiry(SystemTime::now(), lifetime), failed))
     }
 }
 
 #[cfg(not(feature = "kerberos"))]
 mod gss {
-    use std::time::Duration;
+    use std::time::SystemTime;
 
     use super::GssError;
 
@@ -304,7 +307,7 @@ mod gss {
     pub(super) fn check(
         _principal: Option<&str>,
         services: &[String],
-    ) -> Result<(Duration, Vec<(String, GssError)>), (String, GssError)> {
+    ) -> Result<(SystemTime, Vec<(String, GssError)>), (String, GssError)> {
         Err((
             services.first().cloned().unwrap_or_default(),
             GssError {
