@@ -1,6 +1,7 @@
 //! Families of the agent's Kerberos ticket (clusters using SASL GSSAPI).
 
 use std::fmt;
+use std::time::SystemTime;
 
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
@@ -23,6 +24,22 @@ fn each(
     Ok(())
 }
 
+/// A gauge family of one moment per cluster, absent where there is none.
+fn timestamp(
+    enc: &mut DescriptorEncoder,
+    clusters: &[&ClusterState],
+    name: &str,
+    help: &str,
+    at: impl Fn(&Credentials) -> Option<SystemTime>,
+) -> fmt::Result {
+    family(enc, name, help, MetricType::Gauge, |m| {
+        each(clusters, |l, k| match at(k) {
+            Some(t) => gauge(m, l, unix_seconds(t)),
+            None => Ok(()),
+        })
+    })
+}
+
 pub(super) fn encode_kerberos(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     // Only agents that use Kerberos show its families.
@@ -43,46 +60,31 @@ pub(super) fn encode_kerberos(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
             })
         },
     )?;
-    family(
+    timestamp(
         enc,
+        clusters,
         names::KERBEROS_TICKET_EXPIRY,
         "When the agent's Kerberos ticket (its ticket-granting ticket) expires, as of the last successful check; a keytab's ticket is renewed before then.",
-        MetricType::Gauge,
-        |m| {
-            each(clusters, |l, k| match k.expires {
-                Some(t) => gauge(m, l, unix_seconds(t)),
-                None => Ok(()),
-            })
-        },
+        |k| k.expires,
     )?;
-    family(
+    timestamp(
         enc,
+        clusters,
         names::KERBEROS_TICKET_FIRST_SEEN,
         "When a check first saw the agent's current ticket (its expiry): about when it was issued after a renewal, the agent's first check otherwise. The expiry minus this is the part of the ticket's life the agent has seen.",
-        MetricType::Gauge,
-        |m| {
-            each(clusters, |l, k| match k.first_seen {
-                Some(t) => gauge(m, l, unix_seconds(t)),
-                None => Ok(()),
-            })
-        },
+        |k| k.first_seen,
     )?;
-    family(
+    timestamp(
         enc,
+        clusters,
         names::KERBEROS_LAST_CHECK_SUCCESS,
         "When a Kerberos check last got the agent's ticket.",
-        MetricType::Gauge,
-        |m| {
-            each(clusters, |l, k| match k.last_success {
-                Some(t) => gauge(m, l, unix_seconds(t)),
-                None => Ok(()),
-            })
-        },
+        |k| k.last_success,
     )?;
     family(
         enc,
         names::KERBEROS_RENEWALS,
-        "Times a check found a later ticket expiry than the check before: the ticket was renewed.",
+        "Times a check found a later ticket expiry than the check before (by more than 2 s): the ticket was renewed.",
         MetricType::Counter,
         |m| each(clusters, |l, k| counter(m, l, k.renewals)),
     )?;
