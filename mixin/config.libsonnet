@@ -80,6 +80,12 @@
       ZooKeeperExporterTreeNotSynced: { 'for': '5m' },
       ZooKeeperExporterLeaseSourceDown: { 'for': '5m' },
       ZooKeeperExporterSessionExpired: { 'for': null },
+      // The agent's Kerberos ticket expires within `before` and within
+      // the last `ratio` of the life the agent has seen of it (a keytab's
+      // is renewed at half its life, so never gets there), or its checks
+      // fail. Renewers of a credential cache must renew earlier than
+      // `before` ahead of expiry.
+      ZooKeeperExporterKerberosTicketExpiring: { 'for': '5m', before: '20m', ratio: 0.25 },
       ZooKeeperExporterDown: { 'for': '2m' },
       ZooKeeperExporterReplicaDown: { 'for': '5m' },
     },

@@ -12,10 +12,11 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use common::kdc::{KazooWriter, Kdc, REALM, shared_realm};
+use common::program::{alertmanager, alerts_in_alertmanager, alerts_seen, mixin_rules, prometheus};
 use common::*;
 
 const T: Duration = Duration::from_secs(60);
@@ -116,6 +117,45 @@ fn systems(kafka: &str, hbase: &str) -> String {
         "[[clusters.systems]]\nkind = \"kafka\"\nroot = \"{kafka}\"\n\
          [[clusters.systems]]\nkind = \"hbase\"\nroot = \"{hbase}\"\n"
     )
+}
+
+/// HBase's layout written by `hbase-{n}` and readable by `agent-{n}`,
+/// whose tickets live `life`: the tree's root and the agent's keytab.
+fn hbase_for(kdc: &Kdc, zk: &ZkServer, n: &str, life: &str) -> (String, PathBuf) {
+    let app_keytab = kdc.principal(&format!("hbase-{n}"), "10h");
+    let agent_keytab = kdc.principal(&format!("agent-{n}"), life);
+    let (app, agent) = (
+        principal(&format!("hbase-{n}")),
+        principal(&format!("agent-{n}")),
+    );
+    let hbase = format!("{}-hbase", unique_path(&format!("krb{n}")));
+    let mut w = KazooWriter::connect(kdc, zk.port, &app_keytab);
+    hbase_layout(&mut w, &hbase, &acl(&app, &agent));
+    (hbase, agent_keytab)
+}
+
+/// A cluster of only that HBase, without four-letter words.
+fn hbase_only(hbase: &str) -> String {
+    format!(
+        "four_letter_words = {{ enabled = false }}\n[[clusters.systems]]\nkind = \"hbase\"\nroot = \"{hbase}\"\n"
+    )
+}
+
+/// An agent for `agent-{n}` on a credential cache `kinit` filled from its
+/// keytab (as k5start or a sidecar would) and nobody renews, with no
+/// principal configured (the cache's own is taken) and the servers'
+/// principal host from `server_name`.
+fn cache_agent(kdc: &Kdc, zk: &ZkServer, n: &str, keytab: &Path, hbase: &str) -> Exporter {
+    let cache = format!("FILE:{}/agent-{n}.ccache", kdc.dir.display());
+    kdc.kinit(&principal(&format!("agent-{n}")), keytab, &cache);
+    Exporter::start(&config(
+        &zk.address(),
+        &format!(
+            "credential_cache = \"{cache}\"\nkrb5_conf = \"{}\"\nserver_name = \"localhost\"\n",
+            kdc.krb5_conf.display()
+        ),
+        &hbase_only(hbase),
+    ))
 }
 
 fn master(m: &Metrics, election: &str) -> Option<String> {
@@ -247,25 +287,8 @@ async fn the_agent_reads_kafka_and_hbase_behind_sasl_acls_and_follows_a_switch()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_credential_cache_filled_by_kinit_is_used() {
     let (kdc, zk) = shared_realm();
-    let app_keytab = kdc.principal("hbase-b", "10h");
-    let agent_keytab = kdc.principal("agent-b", "10h");
-    let (app, agent) = (principal("hbase-b"), principal("agent-b"));
-    let root = unique_path("krbcc");
-    let hbase = format!("{root}-hbase");
-    let mut w = KazooWriter::connect(kdc, zk.port, &app_keytab);
-    hbase_layout(&mut w, &hbase, &acl(&app, &agent));
-    let cache = format!("FILE:{}/agent-b.ccache", kdc.dir.display());
-    kdc.kinit(&agent, &agent_keytab, &cache);
-    let exporter = Exporter::start(&config(
-        &zk.address(),
-        &format!(
-            "credential_cache = \"{cache}\"\nkrb5_conf = \"{}\"\nserver_name = \"localhost\"\n",
-            kdc.krb5_conf.display()
-        ),
-        &format!(
-            "four_letter_words = {{ enabled = false }}\n[[clusters.systems]]\nkind = \"hbase\"\nroot = \"{hbase}\"\n"
-        ),
-    ));
+    let (hbase, keytab) = hbase_for(kdc, zk, "b", "10h");
+    let exporter = cache_agent(kdc, zk, "b", &keytab, &hbase);
     exporter
         .until("HBase's master read with the cache's ticket", T, |m| {
             master(m, &format!("{hbase}/master")).as_deref() == Some("m1.example.com:16000")
@@ -281,26 +304,9 @@ async fn a_credential_cache_filled_by_kinit_is_used() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticket_read_again_and_again_is_not_taken_for_a_renewal() {
     let (kdc, zk) = shared_realm();
-    let app_keytab = kdc.principal("hbase-r", "10h");
-    let agent_keytab = kdc.principal("agent-r", "2 minutes");
-    let (app, agent) = (principal("hbase-r"), principal("agent-r"));
-    let root = unique_path("krbsame");
-    let hbase = format!("{root}-hbase");
-    let mut w = KazooWriter::connect(kdc, zk.port, &app_keytab);
-    hbase_layout(&mut w, &hbase, &acl(&app, &agent));
+    let (hbase, keytab) = hbase_for(kdc, zk, "r", "2 minutes");
     // A cache kinit filled and nobody renews: only the agent reads it.
-    let cache = format!("FILE:{}/agent-r.ccache", kdc.dir.display());
-    kdc.kinit(&agent, &agent_keytab, &cache);
-    let exporter = Exporter::start(&config(
-        &zk.address(),
-        &format!(
-            "credential_cache = \"{cache}\"\nkrb5_conf = \"{}\"\nserver_name = \"localhost\"\n",
-            kdc.krb5_conf.display()
-        ),
-        &format!(
-            "four_letter_words = {{ enabled = false }}\n[[clusters.systems]]\nkind = \"hbase\"\nroot = \"{hbase}\"\n"
-        ),
-    ));
+    let exporter = cache_agent(kdc, zk, "r", &keytab, &hbase);
     // The agent checks again every quarter of the remaining life (30 s,
     // 22 s, 17 s ... of a two-minute ticket): wait for three rechecks,
     // reading the ticket's figures after each.
@@ -347,6 +353,82 @@ async fn a_ticket_read_again_and_again_is_not_taken_for_a_renewal() {
         first_seen.iter().all(|f| *f == first_seen[0]),
         "first seen at the first check: {first_seen:?}"
     );
+}
+
+/// The shipped expiring-ticket alert, on a real Prometheus scraping two
+/// agents with one-minute tickets, always within its 20 minutes: the one
+/// reading a credential cache nobody renews warns before its ticket ends
+/// (or from the failed checks after) and Alertmanager has it; the one with
+/// a keytab, renewed at half its life from its first minute on, is never
+/// even pending. A rule that waited for a renewal to be seen warned at
+/// every start of the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expiring_ticket_alert_warns_for_a_cache_nobody_renews_and_never_for_a_keytab() {
+    let (kdc, zk) = shared_realm();
+    let (stale_tree, stale_keytab) = hbase_for(kdc, zk, "x", "1 minute");
+    let (renewed_tree, renewed_keytab) = hbase_for(kdc, zk, "y", "1 minute");
+    let stale = cache_agent(kdc, zk, "x", &stale_keytab, &stale_tree);
+    let renewed = Exporter::start(&config(
+        &zk.address(),
+        &format!(
+            "{}server_name = \"localhost\"\n",
+            keytab_auth(kdc, "agent-y", &renewed_keytab)
+        ),
+        &hbase_only(&renewed_tree),
+    ));
+    let am = alertmanager("krb-am");
+    // The shipped rules with `for` at 10 s: `before` (20 minutes) holds all
+    // along, so the quarter of the seen life decides.
+    let prom = prometheus(
+        "krb-prom",
+        &mixin_rules("", "10s"),
+        "1s",
+        am.port,
+        &[stale.port, renewed.port],
+    );
+    let name = "ZooKeeperExporterKerberosTicketExpiring";
+    let (stale_at, renewed_at) = (
+        format!("127.0.0.1:{}", stale.port),
+        format!("127.0.0.1:{}", renewed.port),
+    );
+    // The cache's ticket ends a minute after kinit; the warning comes in
+    // its last quarter (or from the failed checks after it). By then the
+    // keytab's ticket has been renewed (every half minute): wait for both,
+    // so what follows judges a renewal's whole cycle.
+    let fired = wait_for_async(
+        "the warning for the unrenewed cache and a renewal of the keytab's ticket",
+        Duration::from_secs(120),
+        || {
+            let a = alerts_in_alertmanager(&am, name)?;
+            let m = renewed.metrics()?;
+            let renewals = get(&m, "zookeeper_session_kerberos_ticket_renewals_total");
+            if a.iter().any(|l| l["instance"] == *stale_at) && renewals >= 1.0 {
+                Ok(a)
+            } else {
+                Err(format!("alerts {a:?}, keytab renewals {renewals}"))
+            }
+        },
+    )
+    .await;
+    assert!(
+        fired
+            .iter()
+            .all(|l| l["instance"] == *stale_at && l["cluster"] == "secure"),
+        "only the unrenewed replica's: {fired:?}"
+    );
+    // The keytab's ticket never reached the rule: not firing, not even
+    // pending, at any evaluation since Prometheus began.
+    let m = renewed.metrics().unwrap();
+    assert_eq!(get(&m, "zookeeper_session_kerberos_ticket_ok"), 1.0);
+    let seen = tokio::task::block_in_place(|| {
+        alerts_seen(
+            &prom,
+            &format!("alertname=\"{name}\",instance=\"{renewed_at}\""),
+            "10m",
+        )
+    })
+    .unwrap();
+    assert!(seen.is_empty(), "the renewed ticket alerted: {seen:?}");
 }
 
 /// Without credentials the server refuses the session, and a principal

@@ -18,6 +18,7 @@ local util = import '../lib/util.libsonnet';
       + (if a['for'] != null then { forText: util.human(a['for']) } else {})
       + (if std.objectHas(a, 'window') then { windowText: util.human(a.window) } else {})
       + (if std.objectHas(a, 'rate') then { rateText: util.human(a.rate) } else {})
+      + (if std.objectHas(a, 'before') then { beforeSeconds: util.seconds(a.before), beforeText: util.human(a.before) } else {})
       + { sloWindowText: util.human(c.slo.window) }
       + (if std.objectHas(a, 'switches') then { over: a.switches - 1 } else {})
       + (if std.objectHas(a, 'changes') then { over: a.changes - 1 } else {})
@@ -200,6 +201,16 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperExporterSessionExpired', 'warning', 'max by (cluster, instance) (increase(zookeeper_session_expirations_total{%(selector)s}[10m])) > 0',
                   'zk-election-exporter\'s session to {{ $labels.cluster }} expired',
                   'The exporter lost its session to {{ $labels.cluster }} and rebuilt it; switches during the outage were counted at resync.'),
+            // About one replica's own ticket (each may have its keytab), so
+            // by instance. Evidence only: the expiry the last successful
+            // check saw, close (within `before`) and near the end of the
+            // life the agent has seen (`ratio` of it: MIT renews a keytab's
+            // ticket at half its life, so a renewing agent never gets
+            // there, whatever the ticket's length or when the agent began);
+            // or checks that have failed.
+            alert('ZooKeeperExporterKerberosTicketExpiring', 'warning', 'min by (cluster, instance) ((zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - time() < %(beforeSeconds)d) and (zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - time() < %(ratio)s * (zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - zookeeper_session_kerberos_ticket_first_seen_timestamp_seconds{%(selector)s}))) or (max by (cluster, instance) (zookeeper_session_kerberos_ticket_ok{%(selector)s}) == 0)',
+                  'zk-election-exporter\'s Kerberos ticket for {{ $labels.cluster }} is running out',
+                  'The exporter\'s ticket-granting ticket for {{ $labels.cluster }} expires within %(beforeText)s and nothing has renewed it, or its ticket checks have failed, for %(forText)s: the running session goes on, but its next reconnect will fail to authenticate (see /ready and zookeeper_session_kerberos_errors_total for why).'),
             // Every replica watches every cluster, so one replica down
             // loses no metric: only all of them down pages.
             alert('ZooKeeperExporterDown', 'critical', 'max by (job) (up{%(selector)s}) == 0 or absent(up{%(selector)s})',
