@@ -311,9 +311,11 @@ async fn a_ticket_read_again_and_again_is_not_taken_for_a_renewal() {
     // 22 s, 17 s ... of a two-minute ticket): wait for three rechecks,
     // reading the ticket's figures after each.
     let (mut checks, mut expiries, mut first_seen) = (Vec::new(), Vec::new(), Vec::new());
-    let deadline = std::time::Instant::now() + Duration::from_secs(105);
-    while checks.len() < 4 && std::time::Instant::now() < deadline {
-        if let Ok(m) = exporter.metrics() {
+    wait_for_async(
+        "the first check and three rechecks",
+        Duration::from_secs(105),
+        || {
+            let m = exporter.metrics()?;
             let at = m.get(
                 "zookeeper_session_kerberos_last_success_timestamp_seconds",
                 &[],
@@ -335,9 +337,13 @@ async fn a_ticket_read_again_and_again_is_not_taken_for_a_renewal() {
                 );
                 assert_eq!(get(&m, "zookeeper_session_kerberos_ticket_ok"), 1.0);
             }
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+            if checks.len() < 4 {
+                return Err(format!("checks at {checks:?}"));
+            }
+            Ok(())
+        },
+    )
+    .await;
     assert_eq!(
         checks.len(),
         4,
