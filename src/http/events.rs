@@ -17,11 +17,16 @@ const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 10_000;
 
 /// `since` / `until`: RFC 3339 (`2026-11-30T03:12:00Z`) or Unix seconds.
+/// Every conversion is checked: a number a `SystemTime` cannot hold
+/// (`1e19`, `1e308`, `inf`) is no time at all, and the caller answers 400.
 fn parse_since(text: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(text).ok().or_else(|| {
         let secs: f64 = text.parse().ok()?;
-        (secs.is_finite() && secs >= 0.0)
-            .then(|| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
+        if secs < 0.0 {
+            return None;
+        }
+        let offset = Duration::try_from_secs_f64(secs).ok()?;
+        SystemTime::UNIX_EPOCH.checked_add(offset)
     })
 }
 
@@ -36,7 +41,8 @@ pub(super) async fn events(
         match query.get(key).map(|s| (s, parse_since(s))) {
             Some((s, None)) => {
                 return bad(format!(
-                    "{key}=`{s}` is neither RFC 3339 (2026-11-30T03:12:00Z) nor Unix seconds"
+                    "{key}=`{s}` is neither RFC 3339 (2026-11-30T03:12:00Z) nor Unix seconds \
+                     between 0 and the largest time this system holds"
                 ));
             }
             Some((_, t)) => bounds[i] = t,
@@ -46,7 +52,7 @@ pub(super) async fn events(
     // Entries are shown to the millisecond: `until` copied from one's `at`
     // includes it.
     let [since, until] = bounds;
-    let until = until.map(|u| u + Duration::from_nanos(999_999));
+    let until = until.map(|u| u.checked_add(Duration::from_nanos(999_999)).unwrap_or(u));
     let kinds: Option<Vec<&str>> = query.get("kind").map(|k| {
         k.split(',')
             .map(str::trim)
@@ -104,5 +110,35 @@ mod tests {
         assert_eq!(parse_since("1796008320"), Some(t));
         assert_eq!(parse_since("yesterday"), None);
         assert_eq!(parse_since("-1"), None);
+    }
+
+    /// Numbers no `SystemTime` holds are refused, never a panic: each of
+    /// these once panicked inside the handler.
+    #[test]
+    fn since_out_of_range_is_no_time() {
+        for text in [
+            "1e19",
+            "9223372036854775807",
+            "18446744073709551616",
+            "1e308",
+            "inf",
+            "NaN",
+            "-0.5",
+            "-inf",
+        ] {
+            assert_eq!(parse_since(text), None, "{text}");
+        }
+        assert!(parse_since("0").is_some());
+        assert!(parse_since("1796008320.25").is_some());
+    }
+
+    proptest::proptest! {
+        /// Any text at all: a time or none, never a panic.
+        #[test]
+        fn since_never_panics(text in ".{0,40}", secs in proptest::num::f64::ANY) {
+            let _ = parse_since(&text);
+            let _ = parse_since(&secs.to_string());
+            let _ = parse_since(&format!("{secs:e}"));
+        }
     }
 }
