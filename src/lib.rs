@@ -59,6 +59,7 @@
 //! gives the models the time for events time alone makes.
 //!
 //! Beside the layers: [`logging`] sets up the log format and level,
+//! [`panics`] logs a panic (a bug) once per place instead of on every hit,
 //! [`simulate`] is the load generator behind `zk-election-exporter
 //! simulate` (real sessions competing, masters killed), [`fuzzing`] the
 //! entry points of the fuzz targets, and [`os`] tells the C allocator how
@@ -89,6 +90,7 @@ pub mod logging;
 pub mod metrics;
 pub mod model;
 pub mod os;
+pub mod panics;
 pub mod simulate;
 pub mod sources;
 pub mod timeline_log;

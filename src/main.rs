@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         tracing_subscriber::EnvFilter::new("info")
     });
     zk_election_exporter::logging::init(filter, &cli.args.log_format);
+    zk_election_exporter::panics::install();
     if let Some((old, new)) = zk_election_exporter::os::raise_open_files_limit() {
         tracing::info!(
             soft = old,

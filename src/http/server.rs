@@ -13,6 +13,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::response::IntoResponse;
+use futures::FutureExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -222,9 +224,14 @@ pub async fn serve(
         web.stats.opened();
         let (conns, web, router, stop) = (conns.clone(), web.clone(), router.clone(), stop.clone());
         tasks.spawn(async move {
-            connection(stream, conn.clone(), web.clone(), router, limits, stop).await;
-            web.stats.ended();
-            conns.remove(id);
+            // Released however the task ends, a panic included: a slot
+            // left behind is one less connection for good.
+            let _slot = Slot {
+                id,
+                conns,
+                stats: web.stats.clone(),
+            };
+            connection(stream, conn.clone(), web, router, limits, stop).await;
         });
     }
     drop(listener);
@@ -278,16 +285,34 @@ async fn connection(
         write_timer: None,
     };
     let handler = conn.clone();
-    let service =
-        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-            handler.begin();
-            let (handler, router) = (handler.clone(), router.clone());
+    let panics = stats.clone();
+    let service = hyper::service::service_fn(
+        move |request: hyper::Request<hyper::body::Incoming>| {
+            let in_flight = InFlight::begin(handler.clone());
+            let (router, panics) = (router.clone(), panics.clone());
             async move {
-                let response = router.oneshot(request).await;
-                handler.end();
-                response
+                let _in_flight = in_flight;
+                let answer = std::panic::AssertUnwindSafe(router.oneshot(request))
+                    .catch_unwind()
+                    .await;
+                Ok::<_, std::convert::Infallible>(match answer {
+                    Ok(Ok(response)) => response,
+                    Ok(Err(never)) => match never {},
+                    Err(payload) => {
+                        // The panic hook has logged where; the client gets
+                        // a 500 and the connection carries on.
+                        panics.panicked();
+                        debug!("handler panicked: {}", crate::panics::message(&*payload));
+                        (
+                            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                            "internal error: the agent failed to answer this request; it is logged and counted in zookeeper_exporter_http_panics_total\n",
+                        )
+                            .into_response()
+                    }
+                })
             }
-        });
+        },
+    );
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let serving = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(serving);
@@ -302,6 +327,38 @@ async fn connection(
             serving.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(GRACE, serving).await;
         }
+    }
+}
+
+/// A connection's place among the open ones and in the open-connections
+/// gauge, given back on drop: on every way out of its task.
+struct Slot {
+    id: u64,
+    conns: Arc<Conns>,
+    stats: Arc<WebStats>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.stats.ended();
+        self.conns.remove(self.id);
+    }
+}
+
+/// A request being handled: the connection counts it busy (never evicted,
+/// no read deadline) until this is dropped, however the handler ended.
+struct InFlight(Arc<Conn>);
+
+impl InFlight {
+    fn begin(conn: Arc<Conn>) -> Self {
+        conn.begin();
+        Self(conn)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 

@@ -94,6 +94,7 @@ pub const HTTP_CONNECTIONS_ACCEPTED: &str = "zookeeper_exporter_http_connections
 pub const HTTP_CONNECTIONS_CLOSED: &str = "zookeeper_exporter_http_connections_closed";
 pub const HTTP_ACCEPT_ERRORS: &str = "zookeeper_exporter_http_accept_errors";
 pub const HTTP_UNAUTHORIZED: &str = "zookeeper_exporter_http_unauthorized_requests";
+pub const HTTP_PANICS: &str = "zookeeper_exporter_http_panics";
 pub const HTTP_TLS_ENABLED: &str = "zookeeper_exporter_http_tls_enabled";
 pub const ALERTS_ACTIVE: &str = "zookeeper_exporter_alerts_active";
 pub const ALERTS_SENT: &str = "zookeeper_exporter_alerts_sent";

@@ -49,7 +49,7 @@ impl Collector for WebCollector {
                 gauge(m, &none, value)
             })?;
         }
-        let counters: [(&str, &str, u64); 3] = [
+        let counters: [(&str, &str, u64); 4] = [
             (
                 names::HTTP_CONNECTIONS_ACCEPTED,
                 "HTTP connections accepted.",
@@ -64,6 +64,11 @@ impl Collector for WebCollector {
                 names::HTTP_UNAUTHORIZED,
                 "Requests refused with 401: no or wrong basic-auth credentials.",
                 s.unauthorized,
+            ),
+            (
+                names::HTTP_PANICS,
+                "Requests whose handler panicked (a bug in the agent): answered 500, logged with the place, the connection released.",
+                s.panics,
             ),
         ];
         for (name, help, value) in counters {

@@ -51,6 +51,7 @@ pub struct WebStats {
     accept_errors: AtomicU64,
     closed: [AtomicU64; 5],
     unauthorized: AtomicU64,
+    panics: AtomicU64,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
     last_reload_ok: AtomicBool,
@@ -66,6 +67,8 @@ pub struct WebSnapshot {
     pub accept_errors: u64,
     pub closed: [(Closed, u64); 5],
     pub unauthorized: u64,
+    /// Requests whose handler panicked (a bug), answered 500.
+    pub panics: u64,
     pub reloads_ok: u64,
     pub reloads_failed: u64,
     pub last_reload_ok: bool,
@@ -96,6 +99,10 @@ impl WebStats {
     pub fn refused_credentials(&self) {
         self.unauthorized.fetch_add(1, Ordering::Relaxed);
     }
+    /// A handler panicked; the request was answered 500.
+    pub fn panicked(&self) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+    }
     /// A web-config (re)load: `ok` false keeps the previous config.
     pub fn reloaded(&self, ok: bool, tls: bool) {
         if ok {
@@ -122,6 +129,7 @@ impl WebStats {
             accept_errors: get(&self.accept_errors),
             closed: std::array::from_fn(|i| (Closed::ALL[i], get(&self.closed[i]))),
             unauthorized: get(&self.unauthorized),
+            panics: get(&self.panics),
             reloads_ok: get(&self.reloads_ok),
             reloads_failed: get(&self.reloads_failed),
             last_reload_ok: self.last_reload_ok.load(Ordering::Relaxed),
