@@ -108,7 +108,7 @@ fn main() {
     let port = free_port();
     let cluster = |trees: &[&str], extra: &str| {
         let mut s = format!(
-            "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\n{extra}",
+            "[web]\nlisten_address = \"127.0.0.1:{port}\"\nenable_lifecycle = true\n[[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\n{extra}",
             zk.address()
         );
         for t in trees {

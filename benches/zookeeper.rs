@@ -323,7 +323,7 @@ fn start_timed(cluster: &str) -> (std::process::Child, u16, Duration) {
     let port = free_port();
     std::fs::write(
         dir.join("c.toml"),
-        format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{cluster}"),
+        format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\nenable_lifecycle = true\n{cluster}"),
     )
     .unwrap();
     let started = Instant::now();

@@ -80,6 +80,7 @@ pub async fn run(
         push: agent.push.clone(),
         telemetry_path: config.web.telemetry_path.as_str().into(),
         reload: reload_tx,
+        lifecycle: config.web.enable_lifecycle,
     };
     let server = serve(&config, listener, app, stats, cap, &stop_rx);
     let mut current = config;

@@ -97,6 +97,11 @@ pub struct ConfigArgs {
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<std::path::PathBuf>,
 
+    /// Let `POST /-/reload` reload the configuration, as Prometheus's flag
+    /// of the same name does (off: it answers 403). SIGHUP always reloads.
+    #[arg(long = "web.enable-lifecycle")]
+    pub enable_lifecycle: bool,
+
     /// Log filter for power users, e.g. `zk_election_exporter=debug`;
     /// wins over --log.level.
     #[arg(long, env = "ZK_EXPORTER_LOG", value_name = "FILTER")]
@@ -134,6 +139,7 @@ impl ConfigArgs {
             listen_address: self.listen_address.clone(),
             telemetry_path: self.telemetry_path.clone(),
             web_config_file: self.web_config_file.clone(),
+            enable_lifecycle: self.enable_lifecycle,
             zk: self.zk.clone(),
             elections: self.elections.clone(),
             groups: self.groups.clone(),

@@ -1,8 +1,9 @@
 //! Hot reload (SIGHUP, `POST /-/reload`) against a real ZooKeeper: an added
 //! tree appears while an unchanged tree's counters and an unchanged
 //! cluster's session stay; a broken file changes nothing and says so; a
-//! removed cluster's series disappear; the endpoint takes only POST and sits
-//! behind the web config's basic auth.
+//! removed cluster's series disappear; the endpoint takes only POST, only
+//! with `--web.enable-lifecycle`, and sits behind the web config's basic
+//! auth.
 
 mod common;
 
@@ -74,7 +75,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         }
         s
     };
-    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n");
+    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\nenable_lifecycle = true\n");
     let (tree_a, tree_b, tree_c) = (
         format!("{base}/a/*"),
         format!("{base}/b/*"),
@@ -275,7 +276,14 @@ fn reload_sits_behind_basic_auth() {
     std::fs::write(&web, format!("basic_auth_users:\n  ops: '{hash}'\n")).unwrap();
     let port = free_port();
     let exporter = Exporter::spawn(
-        &offline_args(port, &["--web.config.file", web.to_str().unwrap()]),
+        &offline_args(
+            port,
+            &[
+                "--web.config.file",
+                web.to_str().unwrap(),
+                "--web.enable-lifecycle",
+            ],
+        ),
         &[],
         port,
     );
@@ -287,6 +295,46 @@ fn reload_sits_behind_basic_auth() {
     let (status, body) = request(port, "POST", "/-/reload", &[("Authorization", &auth)]);
     assert_eq!(status, 200, "{body}");
     drop(exporter);
+}
+
+/// As in Prometheus and Alertmanager, `POST /-/reload` reloads only with
+/// `--web.enable-lifecycle`: without it the endpoint answers 403 and
+/// changes nothing, while SIGHUP reloads all the same. `/-/healthy` and
+/// `/-/ready` answer as `/healthz` and `/ready` do.
+#[test]
+fn reload_over_http_needs_the_lifecycle_flag() {
+    let port = free_port();
+    let exporter = Exporter::spawn(&offline_args(port, &[]), &[], port);
+    let (status, body) = request(port, "POST", "/-/reload", &[]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("--web.enable-lifecycle"), "{body}");
+    let reloads = |m: &Metrics| {
+        m.get(
+            "zookeeper_exporter_config_reloads_total",
+            &[("result", "success")],
+        )
+    };
+    assert_eq!(reloads(&exporter.metrics().unwrap()), Some(0.0));
+    assert_eq!(
+        request(port, "GET", "/-/healthy", &[]),
+        (200, "ok\n".into())
+    );
+    assert_eq!(request(port, "GET", "/healthz", &[]), (200, "ok\n".into()));
+    // Offline (nothing listens on its ZooKeeper port): both say not ready,
+    // with the same reasons.
+    let (ready, why) = request(port, "GET", "/ready", &[]);
+    assert_eq!(ready, 503, "{why}");
+    let (dash_ready, dash_why) = request(port, "GET", "/-/ready", &[]);
+    assert_eq!(dash_ready, 503, "{dash_why}");
+    assert!(dash_why.starts_with("not ready\n"), "{dash_why}");
+    signal(&exporter.pid().to_string(), "-HUP");
+    wait_for("SIGHUP reloaded", T, || {
+        let m = exporter.metrics()?;
+        match reloads(&m) {
+            Some(n) if n >= 1.0 => Ok(()),
+            other => Err(format!("reloads {other:?}")),
+        }
+    });
 }
 
 /// The agent pushed an alert for a cluster; a reload removes the cluster:
@@ -318,7 +366,7 @@ async fn a_removed_clusters_pushed_alert_resolves() {
             am.port
         )
     };
-    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n");
+    let web = format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\nenable_lifecycle = true\n");
     let (gone, stay) = (
         cluster("gone", &format!("{base}/x/*")),
         cluster("stay", &format!("{base}/y/*")),
@@ -393,7 +441,7 @@ async fn excluded_elections_are_not_watched_until_a_reload_lifts_the_exclusion()
         let port = free_port();
         let config = |exclude: &str| {
             format!(
-                "[web]\nlisten_address = \"127.0.0.1:{port}\"\n[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n\
+                "[web]\nlisten_address = \"127.0.0.1:{port}\"\nenable_lifecycle = true\n[[clusters]]\nname = \"test\"\nservers = [\"{}\"]\n\
                  watch_mode = \"{mode}\"\nfour_letter_words = {{ enabled = false }}\n\
                  [[clusters.elections]]\npath = \"{base}/bots/*\"\n{exclude}",
                 zk.address()

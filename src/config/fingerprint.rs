@@ -94,13 +94,15 @@ impl AlertingConfig {
 
 impl WebConfig {
     /// What of `[web]` a reload cannot change without a new listener:
-    /// address, path, limits and the web config file's path.
+    /// address, path, limits, the web config file's path and whether the
+    /// lifecycle endpoint reloads.
     pub fn listener_fingerprint(&self) -> u64 {
         let listener = (
             &self.listen_address,
             &self.telemetry_path,
             &self.limits,
             self.config_file.as_ref().map(|(p, _)| p),
+            self.enable_lifecycle,
         );
         of(&listener, |_| ())
     }

@@ -59,6 +59,11 @@ pub fn load(
             .set_override("web.telemetry_path", path.as_str())
             .map_err(|e| ConfigError::new("--web.telemetry-path", e.to_string()))?;
     }
+    if overrides.enable_lifecycle {
+        builder = builder
+            .set_override("web.enable_lifecycle", true)
+            .map_err(|e| ConfigError::new("--web.enable-lifecycle", e.to_string()))?;
+    }
     if let Some(addr) = &overrides.listen_address {
         builder = builder
             .set_override("web.listen_address", addr.as_str())
@@ -108,6 +113,7 @@ pub const ENV_KEYS: &[&str] = &[
     "web__idle_timeout",
     "web__write_timeout",
     "web__max_connections",
+    "web__enable_lifecycle",
     "alerting__resend_interval",
     "alerting__no_master_for",
     "alerting__session_lost_for",
@@ -314,6 +320,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             telemetry_path,
             config_file,
             limits,
+            enable_lifecycle: raw.web.enable_lifecycle.unwrap_or(false),
         },
         clusters,
         alerting,
@@ -322,7 +329,14 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
 }
 
 /// Paths the agent serves itself; metrics may not take one of them.
-const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/ready", "/-/reload"];
+const RESERVED_PATHS: &[&str] = &[
+    "/",
+    "/healthz",
+    "/ready",
+    "/-/healthy",
+    "/-/ready",
+    "/-/reload",
+];
 
 /// `web.telemetry_path`: an absolute path of its own, `/metrics` unless set.
 fn telemetry_path(path: Option<&str>) -> Result<String, ConfigError> {

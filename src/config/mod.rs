@@ -99,6 +99,11 @@ pub struct WebConfig {
     /// start; re-read when it or a file it names changes.
     pub config_file: Option<(PathBuf, webfile::Loaded)>,
     pub limits: HttpLimits,
+    /// `--web.enable-lifecycle`: whether `POST /-/reload` reloads (off by
+    /// default, as in Prometheus and Alertmanager: anyone who reaches the
+    /// port could otherwise make the agent re-read its files on demand).
+    /// SIGHUP reloads either way.
+    pub enable_lifecycle: bool,
 }
 
 /// What one HTTP connection may take, and how many there may be.
@@ -348,6 +353,8 @@ pub struct Overrides {
     pub telemetry_path: Option<String>,
     /// `--web.config.file`.
     pub web_config_file: Option<PathBuf>,
+    /// `--web.enable-lifecycle` (only ever turns it on).
+    pub enable_lifecycle: bool,
     /// `--zk`: servers of the first cluster (created if the file has none).
     pub zk: Option<String>,
     /// `--election`: replaces the first cluster's elections.

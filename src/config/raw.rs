@@ -28,6 +28,7 @@ pub(super) struct RawWeb {
     pub(super) idle_timeout: Option<String>,
     pub(super) write_timeout: Option<String>,
     pub(super) max_connections: Option<usize>,
+    pub(super) enable_lifecycle: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -68,9 +68,10 @@ fn web(o: &mut String, w: &WebConfig) {
     let l = &w.limits;
     let _ = writeln!(
         o,
-        "[web]\nlisten_address = {}\ntelemetry_path = {}",
+        "[web]\nlisten_address = {}\ntelemetry_path = {}\nenable_lifecycle = {}",
         q(&w.listen_address.to_string()),
-        q(&w.telemetry_path)
+        q(&w.telemetry_path),
+        w.enable_lifecycle
     );
     if let Some((path, loaded)) = &w.config_file {
         let _ = writeln!(

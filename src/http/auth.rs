@@ -124,12 +124,12 @@ fn credentials(headers: &HeaderMap) -> Option<(String, String)> {
     Some((user.to_owned(), password.to_owned()))
 }
 
-/// Middleware: basic auth on every path but `/healthz` (a liveness probe
-/// carries no credentials and learns nothing but "ok"), then the
-/// configured headers on every response.
+/// Middleware: basic auth on every path but `/healthz` and `/-/healthy`
+/// (a liveness probe carries no credentials and learns nothing but "ok"),
+/// then the configured headers on every response.
 pub async fn guard(State(web): State<Arc<Web>>, request: Request, next: Next) -> Response {
     let config = web.current();
-    let open = config.users.is_empty() || request.uri().path() == "/healthz";
+    let open = config.users.is_empty() || matches!(request.uri().path(), "/healthz" | "/-/healthy");
     let allowed = open
         || match credentials(request.headers()) {
             Some((user, password)) => web.allows(&config, &user, &password).await,

@@ -44,6 +44,42 @@ pub struct AppState {
     pub telemetry_path: Arc<str>,
     /// Asks the agent to reload its configuration (`POST /-/reload`).
     pub reload: tokio::sync::mpsc::Sender<ReloadRequest>,
+    /// `--web.enable-lifecycle`: without it `POST /-/reload` answers 403.
+    pub lifecycle: bool,
+}
+
+impl AppState {
+    /// A state showing `clusters` with nothing running behind it: no
+    /// pollers, no pusher; reloads go to the returned receiver. For
+    /// tests, benchmarks and the router's fuzz target.
+    pub fn detached(
+        clusters: Vec<SharedCluster>,
+        web: Arc<crate::model::web::WebStats>,
+        lifecycle: bool,
+    ) -> (Self, tokio::sync::mpsc::Receiver<ReloadRequest>) {
+        let clusters = Roster::new(clusters);
+        let push = Arc::new(crate::model::alerting::PushStats::default());
+        let reloads = Arc::new(crate::model::reload::ReloadStats::new(
+            std::time::SystemTime::now(),
+        ));
+        let (reload, requests) = tokio::sync::mpsc::channel(4);
+        let state = Self {
+            exposition: Arc::new(Exposition::with_server(
+                clusters.clone(),
+                web,
+                Some(push.clone()),
+                reloads,
+            )),
+            clusters,
+            pollers: Roster::default(),
+            bodies: Default::default(),
+            push,
+            telemetry_path: crate::config::DEFAULT_TELEMETRY_PATH.into(),
+            reload,
+            lifecycle,
+        };
+        (state, requests)
+    }
 }
 
 /// A reload asked for; the agent answers with what it did or why not.
@@ -202,8 +238,10 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(status::page))
         .route("/api/v1/status", get(status::json_status))
         .route(&state.telemetry_path.clone(), get(metrics_handler))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthy))
+        .route("/-/healthy", get(healthy))
         .route("/ready", get(ready))
+        .route("/-/ready", get(ready))
         .route("/-/reload", post(reload))
         .route("/api/v1/trees", get(api::trees))
         .route("/api/v1/elections/{*path}", get(api::election))
@@ -319,10 +357,22 @@ pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
     reasons
 }
 
+/// `/healthz` and `/-/healthy`: the process answers HTTP.
+async fn healthy() -> &'static str {
+    "ok\n"
+}
+
 /// `POST /-/reload`, as Prometheus and Alertmanager take it: 200 when the
 /// new configuration is in force, 500 with the reason when it was refused
-/// (nothing changed then).
+/// (nothing changed then); 403 unless `--web.enable-lifecycle` was given.
 async fn reload(State(state): State<AppState>) -> Response {
+    if !state.lifecycle {
+        return (
+            StatusCode::FORBIDDEN,
+            "Lifecycle API is not enabled: start the agent with --web.enable-lifecycle, or send it SIGHUP\n",
+        )
+            .into_response();
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     if state.reload.send(tx).await.is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();

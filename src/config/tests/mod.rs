@@ -367,6 +367,43 @@ fn telemetry_path_defaults_to_metrics_and_must_be_a_free_plain_path() {
     assert_eq!(env.web.telemetry_path, "/x");
 }
 
+/// `POST /-/reload` is off unless the flag, the file or the environment
+/// turns it on.
+#[test]
+fn lifecycle_is_off_unless_asked_for() {
+    let base = "[[clusters]]\nservers=[\"a:1\"]\n";
+    assert!(!load_file(base, &[]).unwrap().web.enable_lifecycle);
+    let on = format!("[web]\nenable_lifecycle = true\n{base}");
+    assert!(load_file(&on, &[]).unwrap().web.enable_lifecycle);
+    let env = [("ZK_EXPORTER_WEB__ENABLE_LIFECYCLE", "true")];
+    assert!(load_file(base, &env).unwrap().web.enable_lifecycle);
+    let f = file(base);
+    let flag = Overrides {
+        config_file: Some(f.path().to_owned()),
+        enable_lifecycle: true,
+        ..Default::default()
+    };
+    assert!(
+        load(&flag, std::iter::empty())
+            .unwrap()
+            .web
+            .enable_lifecycle
+    );
+    let e = load_file(&format!("[web]\nenable_lifecycle = \"maybe\"\n{base}"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("enable_lifecycle"), "{e}");
+    for reserved in ["/-/healthy", "/-/ready"] {
+        let e = load_file(
+            &format!("[web]\ntelemetry_path = \"{reserved}\"\n{base}"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("web.telemetry_path:"), "{reserved}: {e}");
+    }
+}
+
 /// A reload keeps what did not change and rebuilds what did, secrets
 /// included (their `Debug` hides them).
 #[test]
