@@ -392,11 +392,19 @@ async fn simulate(args: SimulateArgs) -> Result<(), String> {
         args.path,
         started.elapsed()
     );
-    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    // A duration past what the clock holds is no deadline at all; a rate
+    // so small that its period overflows is one kill a day, one so large
+    // that it rounds to nothing a kill a millisecond (a zero period would
+    // panic the interval).
+    let deadline = args
+        .duration
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
+    let a_day = Duration::from_secs(3600 * 24);
     let mut kills = tokio::time::interval(if args.kill_rate > 0.0 {
-        Duration::from_secs_f64(1.0 / args.kill_rate)
+        Duration::try_from_secs_f64(1.0 / args.kill_rate)
+            .map_or(a_day, |p| p.clamp(Duration::from_millis(1), a_day))
     } else {
-        Duration::from_secs(3600 * 24)
+        a_day
     });
     kills.tick().await;
     let mut revive: HashMap<usize, tokio::time::Instant> = HashMap::new();

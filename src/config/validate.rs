@@ -43,6 +43,12 @@ pub(super) fn bounded_duration(
     Ok(d)
 }
 
+/// The longest duration any setting takes. No interval, timeout or hold
+/// needs more, and every one is added to clock readings: a value near
+/// what the syntax allows (`"500000000000years"`) overflowed them and
+/// panicked on every connection.
+pub(super) const LONGEST: Duration = Duration::from_secs(366 * 24 * 3600);
+
 pub(super) fn parse_duration(
     key: &str,
     value: Option<&str>,
@@ -51,12 +57,19 @@ pub(super) fn parse_duration(
     let Some(text) = value else {
         return Ok(default);
     };
-    humantime::parse_duration(text).map_err(|e| {
+    let d = humantime::parse_duration(text).map_err(|e| {
         ConfigError::new(
             key,
             format!("`{text}` is not a duration ({e}); write e.g. \"10s\", \"1500ms\", \"2m\""),
         )
-    })
+    })?;
+    if d > LONGEST {
+        return Err(ConfigError::new(
+            key,
+            format!("`{text}` is longer than any setting takes: at most 366 days"),
+        ));
+    }
+    Ok(d)
 }
 
 pub(super) fn validate_discovery(

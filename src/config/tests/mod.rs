@@ -367,6 +367,39 @@ fn telemetry_path_defaults_to_metrics_and_must_be_a_free_plain_path() {
     assert_eq!(env.web.telemetry_path, "/x");
 }
 
+/// A duration the clock arithmetic cannot take is refused at load, naming
+/// the key, instead of overflowing at the first connection.
+#[test]
+fn durations_past_a_year_are_refused() {
+    let base = "[[clusters]]\nservers=[\"a:1\"]\n";
+    for (section, key) in [
+        ("web", "idle_timeout"),
+        ("web", "header_timeout"),
+        ("web", "write_timeout"),
+    ] {
+        let e = load_file(
+            &format!("[{section}]\n{key} = \"500000000000years\"\n{base}"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with(&format!("{section}.{key}:")), "{e}");
+        assert!(e.contains("at most 366 days"), "{e}");
+    }
+    let e = load_file(
+        "[[clusters]]\nservers=[\"a:1\"]\n[clusters.four_letter_words]\ntimeout = \"99999years\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("four_letter_words.timeout"), "{e}");
+    let ok = load_file(&format!("[web]\nidle_timeout = \"365d\"\n{base}"), &[]).unwrap();
+    assert_eq!(
+        ok.web.limits.idle_timeout,
+        std::time::Duration::from_secs(365 * 86400)
+    );
+}
+
 /// `POST /-/reload` is off unless the flag, the file or the environment
 /// turns it on.
 #[test]
