@@ -5,13 +5,15 @@
 
 mod assemble;
 mod reload;
+pub mod supervise;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
+use self::supervise::{Ends, Supervisor, TaskFailure};
 use crate::config::Config;
 use crate::http::auth::Web;
 use crate::model::reload::ReloadStats;
@@ -25,6 +27,9 @@ pub enum AgentError {
     Bind(String),
     /// The HTTP server failed while serving.
     Serve(std::io::Error),
+    /// One of the agent's own tasks died (a bug): the agent stopped so
+    /// that its supervisor starts it afresh (`agent/supervise.rs`).
+    TaskFailed(TaskFailure),
 }
 
 impl std::fmt::Display for AgentError {
@@ -32,6 +37,11 @@ impl std::fmt::Display for AgentError {
         match self {
             Self::Bind(message) => f.write_str(message),
             Self::Serve(e) => write!(f, "HTTP server failed: {e}"),
+            Self::TaskFailed(failure) => write!(
+                f,
+                "{failure}; the agent stopped rather than serve state nobody keeps current \
+                 any more: restart it (systemd and Kubernetes do), and report the log above"
+            ),
         }
     }
 }
@@ -45,6 +55,8 @@ pub type Loader = Box<dyn Fn() -> Result<Config, crate::config::ConfigError> + S
 /// Runs the agent until `shutdown` resolves, then stops every task and
 /// finishes in-flight requests. SIGHUP and `POST /-/reload` reload the
 /// configuration through `loader`, applied as a difference (`agent/reload.rs`).
+/// Should one of its own tasks die, `/ready` fails and the agent stops the
+/// same way, returning [`AgentError::TaskFailed`].
 pub async fn run(
     config: Config,
     loader: Loader,
@@ -60,13 +72,23 @@ pub async fn run(
     );
     let stats = Arc::new(WebStats::new(cap as u64));
     let reloads = Arc::new(ReloadStats::new(std::time::SystemTime::now()));
-    let mut agent = reload::Running::start(&config);
-    tokio::spawn(crate::timeline_log::run(
-        agent.clusters.clone(),
+    let (supervisor, mut failures) = Supervisor::new();
+    let health = Arc::new(crate::model::health::Health::default());
+    let mut agent = reload::Running::start(&config, supervisor.clone());
+    supervisor.spawn(
+        "timeline log",
+        Ends::WhenStopped,
         stop_rx.clone(),
-    ));
+        crate::timeline_log::run(agent.clusters.clone(), stop_rx.clone()),
+    );
     let (reload_tx, mut reload_rx) = tokio::sync::mpsc::channel::<http::ReloadRequest>(4);
-    tokio::spawn(reload::on_sighup(reload_tx.clone()));
+    // Ends by itself (logged) where signals cannot be had.
+    supervisor.spawn(
+        "SIGHUP listener",
+        Ends::WhenItLikes,
+        stop_rx.clone(),
+        reload::on_sighup(reload_tx.clone()),
+    );
     let app = http::AppState {
         exposition: Arc::new(metrics::Exposition::with_server(
             agent.clusters.clone(),
@@ -81,25 +103,37 @@ pub async fn run(
         telemetry_path: config.web.telemetry_path.as_str().into(),
         reload: reload_tx,
         lifecycle: config.web.enable_lifecycle,
+        health: health.clone(),
     };
-    let server = serve(&config, listener, app, stats, cap, &stop_rx);
+    let server = serve(&config, listener, app, stats, cap, &stop_rx, &supervisor);
     let mut current = config;
     tokio::pin!(shutdown);
-    loop {
+    let failed = loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut shutdown => break None,
+            Some(failure) = failures.recv() => break Some(failure),
             Some(reply) = reload_rx.recv() => {
                 let outcome = reload(&mut agent, &mut current, &loader, &reloads).await;
                 let _ = reply.send(outcome);
             }
         }
+    };
+    match &failed {
+        Some(failure) => {
+            error!(task = %failure.task, "{failure}; not ready any more, stopping");
+            health.fail(failure.to_string());
+        }
+        None => info!("shutting down"),
     }
-    info!("shutting down");
     let _ = stop_tx.send(true);
     agent.stop_all().await;
-    match server.await {
+    let served = match server.await {
         Ok(result) => result.map_err(AgentError::Serve),
         Err(e) => Err(AgentError::Serve(std::io::Error::other(e))),
+    };
+    match failed {
+        Some(failure) => Err(AgentError::TaskFailed(failure)),
+        None => served,
     }
 }
 
@@ -112,6 +146,7 @@ fn serve(
     stats: Arc<WebStats>,
     cap: usize,
     stop: &watch::Receiver<bool>,
+    supervisor: &Supervisor,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let (file, loaded) = match config.web.config_file.clone() {
         Some((path, loaded)) => (Some(path), Some(loaded)),
@@ -125,12 +160,12 @@ fn serve(
         stats,
     ));
     if let (Some(path), Some(loaded)) = (file, loaded) {
-        tokio::spawn(http::auth::watch_file(
-            web.clone(),
-            path,
-            loaded.files,
+        supervisor.spawn(
+            "web config watcher",
+            Ends::WhenStopped,
             stop.clone(),
-        ));
+            http::auth::watch_file(web.clone(), path, loaded.files, stop.clone()),
+        );
     }
     info!(
         address = %config.web.listen_address,
@@ -140,14 +175,19 @@ fn serve(
         path = %config.web.telemetry_path,
         "serving metrics"
     );
-    tokio::spawn(http::server::serve(
-        listener,
-        http::secured(app, web.clone()),
-        web,
-        config.web.limits,
-        cap,
+    supervisor.spawn(
+        "HTTP server",
+        Ends::WhenStopped,
         stop.clone(),
-    ))
+        http::server::serve(
+            listener,
+            http::secured(app, web.clone()),
+            web,
+            config.web.limits,
+            cap,
+            stop.clone(),
+        ),
+    )
 }
 
 /// One reload: the configuration read again and applied as a difference
@@ -185,3 +225,6 @@ async fn reload(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::supervise::{Ends, Supervisor};
 use crate::config::ClusterConfig;
 use crate::model::carry::TreePlan;
 use crate::model::tree::Tree;
@@ -13,6 +14,9 @@ use crate::model::{ClusterState, SharedCluster};
 use crate::sources;
 use crate::sources::fourlw::ghost::{self, GhostCheck};
 use crate::sources::fourlw::poller::Poller;
+
+/// A source's run, boxed so that one helper spawns them all.
+type BoxedTask = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// One cluster, assembled: its shared models, its scrape-time poller and
 /// the tasks that feed the models.
@@ -68,13 +72,23 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
     model
 }
 
-/// Starts every source of `cluster` on `state`; they stop when `stop`
-/// flips to true.
+/// Starts every source of `cluster` on `state` under `supervisor`; they
+/// stop when `stop` flips to true.
 pub(super) fn assemble(
     cluster: ClusterConfig,
     state: SharedCluster,
     stop: &watch::Receiver<bool>,
+    supervisor: &Supervisor,
 ) -> Cluster {
+    let name = cluster.name.clone();
+    let spawn = |task: &str, work: BoxedTask| {
+        supervisor.spawn(
+            format!("cluster {name}: {task}"),
+            Ends::WhenStopped,
+            stop.clone(),
+            work,
+        )
+    };
     let fourlw = &cluster.four_letter_words;
     let poller = fourlw.enabled.then(|| {
         Arc::new(Poller::new(
@@ -93,30 +107,39 @@ pub(super) fn assemble(
             watches: cluster.ghost_check.watches,
             tls: cluster.tls.clone(),
         };
-        tasks.push(tokio::spawn(ghost::run(check, state.clone(), stop.clone())));
+        tasks.push(spawn(
+            "ghost check",
+            Box::pin(ghost::run(check, state.clone(), stop.clone())),
+        ));
     }
     if let Some(probe) = cluster.probe.clone() {
-        tasks.push(tokio::spawn(sources::probe::run(
-            cluster.clone(),
-            probe,
-            state.clone(),
-            stop.clone(),
-        )));
+        tasks.push(spawn(
+            "failover probe",
+            Box::pin(sources::probe::run(
+                cluster.clone(),
+                probe,
+                state.clone(),
+                stop.clone(),
+            )),
+        ));
     }
     for job in sources::lease::jobs(&cluster) {
-        tasks.push(tokio::spawn(sources::lease::run(
-            job,
-            state.clone(),
-            stop.clone(),
-        )));
+        let task = format!("lease reader of {}", job.pattern);
+        tasks.push(spawn(
+            &task,
+            Box::pin(sources::lease::run(job, state.clone(), stop.clone())),
+        ));
     }
     let (plans, plans_rx) = mpsc::unbounded_channel();
-    tasks.push(tokio::spawn(sources::zk::lifecycle::run_cluster(
-        cluster,
-        state.clone(),
-        stop.clone(),
-        plans_rx,
-    )));
+    tasks.push(spawn(
+        "ZooKeeper session",
+        Box::pin(sources::zk::lifecycle::run_cluster(
+            cluster,
+            state.clone(),
+            stop.clone(),
+            plans_rx,
+        )),
+    ));
     Cluster {
         state,
         poller,

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::assemble::{Cluster, assemble, configured_trees, models};
+use super::supervise::{Ends, Supervisor};
 use crate::config::{ClusterConfig, Config};
 use crate::http::ReloadRequest;
 use crate::model::alerting::{Book, PushStats};
@@ -61,14 +62,15 @@ pub(super) struct Running {
     pub push: Arc<PushStats>,
     live: Vec<Live>,
     pusher: Option<Pusher>,
+    supervisor: Supervisor,
 }
 
-fn launch(config: &ClusterConfig, state: SharedCluster) -> Live {
+fn launch(config: &ClusterConfig, state: SharedCluster, supervisor: &Supervisor) -> Live {
     let (stop, rx) = watch::channel(false);
     Live {
         config: config.clone(),
         fingerprint: config.fingerprint(),
-        cluster: assemble(config.clone(), state, &rx),
+        cluster: assemble(config.clone(), state, &rx, supervisor),
         stop,
     }
 }
@@ -96,7 +98,7 @@ fn carried(old_config: &ClusterConfig, old: ClusterState, config: &ClusterConfig
 }
 
 impl Running {
-    pub fn start(config: &Config) -> Self {
+    pub fn start(config: &Config, supervisor: Supervisor) -> Self {
         let mut running = Self {
             clusters: Roster::default(),
             pollers: Roster::default(),
@@ -104,9 +106,10 @@ impl Running {
             live: config
                 .clusters
                 .iter()
-                .map(|c| launch(c, SharedCluster::new(models(c))))
+                .map(|c| launch(c, SharedCluster::new(models(c)), &supervisor))
                 .collect(),
             pusher: None,
+            supervisor,
         };
         running.publish();
         running.set_pusher(config, None);
@@ -136,13 +139,12 @@ impl Running {
                 Some(book) => book.retuned(thresholds),
                 None => Book::new(thresholds),
             };
-            let task = tokio::spawn(crate::alerting::run(
-                alerting,
-                self.clusters.clone(),
-                self.push.clone(),
-                rx,
-                book,
-            ));
+            let task = self.supervisor.spawn(
+                "alert pusher",
+                Ends::WhenStopped,
+                rx.clone(),
+                crate::alerting::run(alerting, self.clusters.clone(), self.push.clone(), rx, book),
+            );
             Pusher {
                 fingerprint,
                 stop,
@@ -201,8 +203,11 @@ impl Running {
     /// Takes up one cluster's new configuration, as little as it needs.
     async fn apply_cluster(&mut self, config: &ClusterConfig) -> Change {
         let Some(i) = self.live.iter().position(|l| l.config.name == config.name) else {
-            self.live
-                .push(launch(config, SharedCluster::new(models(config))));
+            self.live.push(launch(
+                config,
+                SharedCluster::new(models(config)),
+                &self.supervisor,
+            ));
             self.publish();
             info!(cluster = %config.name, "reload: cluster added");
             return Change::Added;
@@ -230,7 +235,7 @@ impl Running {
         let old_config = old_live.config.clone();
         let state = stop(old_live).await;
         state.rebuild(|old| carried(&old_config, old, config));
-        self.live.insert(i, launch(config, state));
+        self.live.insert(i, launch(config, state, &self.supervisor));
         self.publish();
         info!(cluster = %config.name, "reload: cluster changed, new session; unchanged trees keep their state");
         Change::Rebuilt

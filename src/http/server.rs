@@ -3,12 +3,11 @@
 //! connection cap under which the longest-idle connection makes room for a
 //! new one, so idle sockets can never lock a scraper out.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -18,12 +17,13 @@ use futures::FutureExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::time::Sleep;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
 use super::auth::Web;
+use super::conns::{Conn, Conns, InFlight, Slot};
 use crate::config::HttpLimits;
 use crate::model::web::{Closed, WebStats};
 
@@ -39,133 +39,6 @@ pub fn connection_cap(configured: usize, open_files_limit: Option<u64>) -> usize
     match open_files_limit {
         Some(limit) => configured.min(limit.saturating_sub(RESERVED_FDS).max(2) as usize),
         None => configured,
-    }
-}
-
-/// One connection's state, shared by its I/O, its requests and the
-/// accept loop (which may evict it).
-#[derive(Debug)]
-struct Conn {
-    born: Instant,
-    /// Milliseconds since `born` of the last byte read or written, or of
-    /// the last response.
-    active: AtomicU64,
-    /// Milliseconds since `born` (+1; 0: none) of the first byte of a
-    /// request not yet handed to a handler.
-    partial: AtomicU64,
-    in_flight: AtomicUsize,
-    /// HTTP/2 (negotiated by ALPN): frames arrive between requests
-    /// (acknowledgements, window updates, pings), so bytes while idle are
-    /// not the start of a request and only the idle timeout applies.
-    h2: AtomicBool,
-    evicted: AtomicBool,
-    evict: Notify,
-}
-
-impl Conn {
-    fn new() -> Self {
-        Self {
-            born: Instant::now(),
-            active: AtomicU64::new(0),
-            partial: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-            h2: AtomicBool::new(false),
-            evicted: AtomicBool::new(false),
-            evict: Notify::new(),
-        }
-    }
-    fn now_ms(&self) -> u64 {
-        self.born.elapsed().as_millis() as u64
-    }
-    fn at(&self, ms: u64) -> Instant {
-        self.born + Duration::from_millis(ms)
-    }
-    fn touched(&self) {
-        self.active.store(self.now_ms(), Ordering::Relaxed);
-    }
-    fn received(&self) {
-        self.touched();
-        if self.in_flight.load(Ordering::Relaxed) == 0 && !self.h2.load(Ordering::Relaxed) {
-            let _ = self.partial.compare_exchange(
-                0,
-                self.now_ms() + 1,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
-    }
-    fn begin(&self) {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        self.partial.store(0, Ordering::Relaxed);
-    }
-    fn end(&self) {
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
-        self.touched();
-    }
-    /// When reading should give up, and why: never while a request is
-    /// being handled; a header timeout once a request has begun to
-    /// arrive; else the idle timeout.
-    fn read_deadline(&self, limits: &HttpLimits) -> Option<(Instant, Closed)> {
-        if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return None;
-        }
-        match self.partial.load(Ordering::Relaxed) {
-            0 => Some((
-                self.at(self.active.load(Ordering::Relaxed)) + limits.idle_timeout,
-                Closed::Idle,
-            )),
-            p => Some((self.at(p - 1) + limits.header_timeout, Closed::Header)),
-        }
-    }
-}
-
-/// The open connections.
-#[derive(Debug, Default)]
-struct Conns {
-    open: Mutex<HashMap<u64, Arc<Conn>>>,
-    next: AtomicU64,
-    /// One permit per connection that ended.
-    ended: Notify,
-}
-
-impl Conns {
-    fn len(&self) -> usize {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-    fn add(&self) -> (u64, Arc<Conn>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let conn = Arc::new(Conn::new());
-        self.open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, conn.clone());
-        (id, conn)
-    }
-    fn remove(&self, id: u64) {
-        self.open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
-        self.ended.notify_one();
-    }
-    /// Asks the connection idle the longest (no request in flight) to
-    /// close; false when every connection is busy.
-    fn evict_idlest(&self) -> bool {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let idlest = open
-            .values()
-            .filter(|c| {
-                c.in_flight.load(Ordering::Relaxed) == 0 && !c.evicted.load(Ordering::Relaxed)
-            })
-            .min_by_key(|c| c.at(c.active.load(Ordering::Relaxed)));
-        match idlest {
-            Some(c) => {
-                c.evicted.store(true, Ordering::Relaxed);
-                c.evict.notify_one();
-                true
-            }
-            None => false,
-        }
     }
 }
 
@@ -330,38 +203,6 @@ async fn connection(
     }
 }
 
-/// A connection's place among the open ones and in the open-connections
-/// gauge, given back on drop: on every way out of its task.
-struct Slot {
-    id: u64,
-    conns: Arc<Conns>,
-    stats: Arc<WebStats>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.stats.ended();
-        self.conns.remove(self.id);
-    }
-}
-
-/// A request being handled: the connection counts it busy (never evicted,
-/// no read deadline) until this is dropped, however the handler ended.
-struct InFlight(Arc<Conn>);
-
-impl InFlight {
-    fn begin(conn: Arc<Conn>) -> Self {
-        conn.begin();
-        Self(conn)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.end();
-    }
-}
-
 /// Resolves once the agent stops (the guard of `wait_for` is not `Send`).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
@@ -523,39 +364,6 @@ mod tests {
         assert_eq!(connection_cap(512, Some(1 << 20)), 512);
         assert_eq!(connection_cap(512, Some(256)), 192);
         assert_eq!(connection_cap(512, Some(10)), 2);
-    }
-
-    #[test]
-    fn a_read_waits_for_the_idle_then_the_header_timeout_and_never_during_a_request() {
-        let limits = HttpLimits::default();
-        let c = Conn::new();
-        let (_, why) = c.read_deadline(&limits).unwrap();
-        assert_eq!(why, Closed::Idle);
-        c.received();
-        let (_, why) = c.read_deadline(&limits).unwrap();
-        assert_eq!(why, Closed::Header, "a request has begun to arrive");
-        c.begin();
-        assert_eq!(c.read_deadline(&limits), None);
-        c.end();
-        assert_eq!(c.read_deadline(&limits).unwrap().1, Closed::Idle);
-        // HTTP/2 frames between requests are not a request arriving.
-        let h2 = Conn::new();
-        h2.h2.store(true, Ordering::Relaxed);
-        h2.received();
-        assert_eq!(h2.read_deadline(&limits).unwrap().1, Closed::Idle);
-    }
-
-    #[test]
-    fn eviction_picks_an_idle_connection_never_a_busy_one() {
-        let conns = Conns::default();
-        let (_, busy) = conns.add();
-        busy.begin();
-        assert!(!conns.evict_idlest(), "nothing idle");
-        let (_, idle) = conns.add();
-        assert!(conns.evict_idlest());
-        assert!(idle.evicted.load(Ordering::Relaxed));
-        assert!(!busy.evicted.load(Ordering::Relaxed));
-        assert!(!conns.evict_idlest(), "an evicted one is not asked twice");
     }
 
     /// hyper polls read, then write and flush, on every wake of a

@@ -15,6 +15,7 @@ pub mod export;
 pub mod ghost;
 pub mod ghost_flags;
 pub mod groups;
+pub mod health;
 pub mod histogram;
 pub mod kerberos;
 pub mod lease;
@@ -27,8 +28,9 @@ pub mod reload;
 pub mod roster;
 pub mod session;
 pub mod shared;
-#[cfg(test)]
-pub(crate) mod testing;
+/// Small models built alike by the unit tests and the router's fuzz target.
+#[doc(hidden)]
+pub mod testing;
 pub mod timeline;
 pub mod tree;
 pub mod web;
