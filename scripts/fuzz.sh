@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fourlw_reply admin_json identity config_toml web_config)
+[ ${#targets[@]} -gt 0 ] || targets=(fourlw_reply admin_json identity config_toml web_config router)
 
 # Seeds: each fixture behind every command selector byte, the example
 # configuration, a web config.
@@ -27,6 +27,21 @@ seed() {
       done < <(find tests/fixtures -type f ! -name '*.md' -print0)
       ;;
     config_toml) cp examples/config.toml "$dir/seed-example" ;;
+    router)
+      # Method byte, flags byte (1: behind basic auth fuzz:fuzz), target,
+      # header lines, an empty line, the body; plus every input that once
+      # crashed it.
+      local i=0 path
+      for path in / /metrics /healthz /-/healthy /ready /-/ready /-/reload /api/v1/status \
+          /api/v1/trees /api/v1/elections/bots/bot_1 '/api/v1/events?since=0&until=1e9&limit=5&kind=switch' \
+          '/api/v1/elections/bots/bot_2?cluster=c'; do
+        for sel in 0 1; do
+          printf "\\x0$sel\\x0$((i % 2))%s\naccept-encoding:gzip\nauthorization:Basic ZnV6ejpmdXp6\n\n" "$path" > "$dir/seed-$i-$sel"
+        done
+        i=$((i + 1))
+      done
+      cp tests/fuzz-regressions/router/* "$dir/"
+      ;;
     web_config)
       printf 'tls_server_config:\n  cert_file: a.pem\n  key_file: b.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: c.pem\nbasic_auth_users:\n  u: $2y$04$wNKv/2/lm6mc9K9AP7bW2.McmW/i0FiyvhZg3BXGUGU7qJGji9Zje\nhttp_server_config:\n  headers:\n    X-Frame-Options: deny\n' > "$dir/seed-web"
       ;;

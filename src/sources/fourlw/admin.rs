@@ -83,6 +83,12 @@ async fn get(url: &str, tls: Option<&ZkTls>) -> Result<Vec<u8>, Failure> {
     if read.is_err() && raw.is_empty() {
         return Err(Failure::Connect);
     }
+    response_body(&raw)
+}
+
+/// The body of an HTTP/1.1 answer as the AdminServer (Jetty) sends it:
+/// a 200 whole or chunked; anything else a failure, never a panic.
+pub fn response_body(raw: &[u8]) -> Result<Vec<u8>, Failure> {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
