@@ -205,8 +205,14 @@ impl Pusher {
     /// Takes in the sends that finished.
     fn reap(&mut self, now: Instant) {
         while let Some(done) = self.sends.try_join_next() {
-            let Ok((i, done)) = done else {
-                continue;
+            let (i, done) = match done {
+                Ok(done) => done,
+                // A send that panicked left its delivery marked in flight
+                // for good: that Alertmanager would never hear again. The
+                // pusher dies with it, and the agent's supervisor stops
+                // the agent (agent/supervise.rs).
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => continue,
             };
             let url = &self.cfg.alertmanagers[i].url;
             let d = &mut self.deliveries[i];
