@@ -1,5 +1,5 @@
 //! Heap bytes per election held by the model: 100,000 elections x 3
-//! candidates laid out as the seeds' bots (`/wechat/bots/bot_N`, Curator
+//! candidates laid out as one election per bot account (`/wechat/bots/bot_N`, Curator
 //! latch names, device identities in the data), filled through the same
 //! listing call the watcher makes. Then the same elections with a lease
 //! table of one row each: the bytes a reading holds, and the time to

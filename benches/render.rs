@@ -15,7 +15,7 @@ fn main() {
     // As the binary does at start.
     zk_election_exporter::os::cap_allocator_arenas();
     // `cargo bench --bench render -- million`: the default cap at a
-    // million elections (issue 27), apart from the rest.
+    // million elections, apart from the rest.
     // `cargo bench --bench render -- status`: the status page's body at
     // 100,000 elections, the default cap, a busy hour in the timeline.
     if std::env::args().any(|a| a == "status") {

@@ -768,7 +768,7 @@ async fn multi_create(
     made
 }
 
-/// Issue 27's seeds' scale: `n` elections under one parent (as
+/// The bot-account scale: `n` elections under one parent (as
 /// `/wechat/bots/bot_N`), half with one candidate and half with two, laid
 /// out with multi-ops from four sessions that hold the candidates; then
 /// the exporter with its defaults: start to `/ready`, RSS after sync and
@@ -960,7 +960,7 @@ async fn million(zk: &ZkServer, n: usize) {
 }
 
 fn main() {
-    // `cargo bench --bench zookeeper -- million [N]`: issue 27's scale.
+    // `cargo bench --bench zookeeper -- million [N]`: a million elections.
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "million") {
         let n = args

@@ -200,7 +200,7 @@ pub struct SimulateArgs {
     /// How candidates compete: `sequential` (each creates an
     /// EPHEMERAL_SEQUENTIAL child, lowest is master), `node` (whoever
     /// creates the one EPHEMERAL `leader` node is master; the others retry)
-    /// `exclusive` (the seeds' single-active design: only the master keeps
+    /// `exclusive` (the single-active design: only the master keeps
     /// its node, standbys delete theirs and register again when the master
     /// dies) or `lock` (kazoo-style `__lock__` contenders: the lowest holds
     /// the lock for up to a second, releases it and queues again).

@@ -18,7 +18,7 @@ use super::now::Now;
 
 use std::time::{Duration, Instant, SystemTime};
 
-/// One candidate as held: compact, because the seeds' user watches one
+/// One candidate as held: compact, because a single-active deployment watches one
 /// election per bot account (hundreds of thousands, each with a few
 /// candidates). The identity is usually the node name or a short string;
 /// it is stored only where it differs from the name.

@@ -1,7 +1,7 @@
 //! The elections of one tree, plus the tree-wide masterless histogram.
 //!
 //! Two styles exist in the wild:
-//! - **sequential** (kazoo, Curator, Solr, the seeds' bots): every node the
+//! - **sequential** (kazoo, Curator, Solr, the `/wechat/bots` layout): every node the
 //!   glob matches is an election and its EPHEMERAL_SEQUENTIAL children are
 //!   the candidates; the lowest sequence is master.
 //! - **node** (Kafka `/controller`, HBase `/hbase/master`, HDFS
@@ -46,7 +46,7 @@ impl Others {
 
 /// One election as held. Boxed in the tree's map and with its rarely
 /// used parts boxed again, so a plain election costs what it holds (the
-/// seeds' user watches hundreds of thousands).
+/// a single-active deployment watches hundreds of thousands).
 #[derive(Debug, Clone)]
 struct Entry {
     election: Election,
