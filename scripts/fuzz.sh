@@ -11,7 +11,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fourlw_reply admin_json identity config_toml web_config router)
 
-# Seeds: each fixture behind every command selector byte, the example
+# Starting corpus: each fixture behind every command selector byte, the example
 # configuration, a web config.
 seed() {
   local target=$1 dir=fuzz/corpus/$1
