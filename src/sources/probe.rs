@@ -156,20 +156,64 @@ impl Probe<'_> {
     }
 
     /// Deletes this agent's probe nodes (on shutdown).
+    ///
+    /// A round stopped halfway may leave the master's create in flight on
+    /// its own session: it can land after the children were listed, and
+    /// the election node is then not empty. So the removal is tried again,
+    /// a few times over about a session timeout, on a fresh session should
+    /// the standby's have ended.
     async fn clean_up(&mut self) {
-        let Some(standby) = self.standby.take() else {
-            return;
+        if self.standby.is_none() {
+            return; // never connected: nothing was written
+        }
+        let pause = (self.cfg.session_timeout / 4)
+            .clamp(Duration::from_millis(50), Duration::from_millis(500));
+        let mut last = None;
+        for _ in 0..CLEAN_UP_ATTEMPTS {
+            match tokio::time::timeout(CLEAN_UP_ATTEMPT, self.remove_election()).await {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) => last = Some(e.to_string()),
+                Err(_) => last = Some(format!("no answer within {CLEAN_UP_ATTEMPT:?}")),
+            }
+            tokio::time::sleep(pause).await;
+        }
+        if let Some(e) = last {
+            warn!(
+                cluster = %self.cfg.name,
+                "could not remove the failover probe's nodes under {}: {e}; delete them by hand",
+                self.election
+            );
+        }
+    }
+
+    /// One attempt at deleting the election node and its children.
+    async fn remove_election(&mut self) -> Result<(), zookeeper_client::Error> {
+        let standby = self.standby().await?;
+        let children = match standby.list_children(&self.election).await {
+            Ok(children) => children,
+            Err(zookeeper_client::Error::NoNode) => return Ok(()),
+            Err(e) => return Err(e),
         };
-        if let Ok(children) = standby.list_children(&self.election).await {
-            for c in children {
-                let _ = standby
-                    .delete(&format!("{}/{c}", self.election), None)
-                    .await;
+        for c in children {
+            match standby
+                .delete(&format!("{}/{c}", self.election), None)
+                .await
+            {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                Err(e) => return Err(e),
             }
         }
-        let _ = standby.delete(&self.election, None).await;
+        match standby.delete(&self.election, None).await {
+            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
+
+/// How often shutdown tries to remove the probe's nodes, and how long one
+/// try may take: together well inside the agent's grace for a stopping task.
+const CLEAN_UP_ATTEMPTS: usize = 5;
+const CLEAN_UP_ATTEMPT: Duration = Duration::from_secs(1);
 
 /// Runs the probe until `shutdown`, then removes its nodes.
 pub async fn run(
