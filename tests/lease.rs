@@ -15,57 +15,13 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::database::{AGENT_PASSWORD, Database, Engine};
+use common::database::{AGENT_PASSWORD, Database, Engine, Renewer, lease};
 use common::program::{alertmanager, alerts_in_alertmanager};
 use common::*;
-use sqlx::Connection;
 
 const T: Duration = Duration::from_secs(60);
-
-/// The application's heartbeat: `holder` renews `key` every 250 ms for
-/// `secs` seconds, until stopped.
-struct Renewer {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Renewer {
-    fn start(db: &Database, key: &str, holder: &str, secs: f64) -> Self {
-        let sql = db.lease_write("master_lease", key, holder, secs);
-        let dsn = db.app_dsn();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut c = sqlx::AnyConnection::connect(&dsn).await.unwrap();
-            while !flag.load(Ordering::SeqCst) {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        });
-        Self { stop, task }
-    }
-
-    /// Stops renewing; returns once the last write is done.
-    async fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.task.await.unwrap();
-    }
-}
-
-fn lease(db: &Database, table: &str, extra: &str) -> String {
-    format!(
-        "lease = {{ dsn_file = \"{}\", password_file = \"{}\", table = \"{table}\", interval = \"250ms\", timeout = \"1s\"{extra} }}",
-        db.dsn_file.display(),
-        db.password_file.display()
-    )
-}
 
 /// Active alerts of `name` for `election`.
 fn alerted(am: &common::program::Program, name: &str, election: &str) -> Result<usize, String> {

@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::{AnyConnection, Connection};
@@ -424,4 +426,47 @@ impl Drop for Database {
             let _ = child.wait();
         }
     }
+}
+
+/// The application's heartbeat: `holder` renews `key` every 250 ms for
+/// `secs` seconds, until stopped.
+pub struct Renewer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Renewer {
+    pub fn start(db: &Database, key: &str, holder: &str, secs: f64) -> Self {
+        let sql = db.lease_write("master_lease", key, holder, secs);
+        let dsn = db.app_dsn();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut c = sqlx::AnyConnection::connect(&dsn).await.unwrap();
+            while !flag.load(Ordering::SeqCst) {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        Self { stop, task }
+    }
+
+    /// Stops renewing; returns once the last write is done.
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap();
+    }
+}
+
+/// An election set's `lease = { ... }` over `db`'s table `table`, read
+/// every 250 ms; `extra` adds keys (`, split_brain_for = "2s"`).
+pub fn lease(db: &Database, table: &str, extra: &str) -> String {
+    format!(
+        "lease = {{ dsn_file = \"{}\", password_file = \"{}\", table = \"{table}\", interval = \"250ms\", timeout = \"1s\"{extra} }}",
+        db.dsn_file.display(),
+        db.password_file.display()
+    )
 }

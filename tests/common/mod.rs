@@ -17,6 +17,7 @@ mod metrics;
 pub mod payloads;
 pub mod pki;
 pub mod program;
+pub mod receiver;
 mod system;
 mod wait;
 mod zk;
