@@ -21,6 +21,13 @@
     // be longer than a routine restart (JVM start and sync with the leader).
     memberWindow: '2m',
 
+    // The alerts the agent decides and pushes itself with [alerting]
+    // (docs/alerts.md, "One voice"): while any replica pushes for an
+    // ensemble, their rules stay silent, so Alertmanager hears one voice.
+    // Where no agent pushes, the rules decide, and ride out a gap in the
+    // agent's series (a restart) of up to `agentGap` without resolving.
+    agentGap: '2m',
+
     // Per alert: `for` (how long the condition must hold before it fires;
     // null for alerts that judge a window instead) and thresholds. Text in
     // summaries and descriptions follows these values.
@@ -52,11 +59,10 @@
       ZooKeeperElectionNoStandby: { 'for': '15m' },
       ZooKeeperElectionEpochRegression: { 'for': null },
       ZooKeeperElectionRecordDisagrees: { 'for': '5m' },
-      // Keep `for` equal to the election sets' `lease.split_brain_for` (and
-      // `expired_for`), the pushed twins' hold. keep_firing_for rides out a
-      // lease query that fails while split brain fires: no reading is no
-      // evidence that it ended.
-      ZooKeeperElectionSplitBrain: { 'for': '1m', keepFiringFor: '2m' },
+      // Alone (no agent pushing), these two hold while the lease source
+      // fails (no reading is no evidence that it ended); their `for` is the
+      // agent's default `lease.split_brain_for` and `expired_for`.
+      ZooKeeperElectionSplitBrain: { 'for': '1m' },
       ZooKeeperElectionLeaseExpired: { 'for': '2m' },
       // Only elections with more than `candidates` candidates.
       ZooKeeperElectionHerdEffect: { 'for': '15m', candidates: 2 },
@@ -86,6 +92,10 @@
       // fail. Renewers of a credential cache must renew earlier than
       // `before` ahead of expiry.
       ZooKeeperExporterKerberosTicketExpiring: { 'for': '5m', before: '20m', ratio: 0.25 },
+      // No replica delivered any of its own alerts to any Alertmanager
+      // over `window` while deliveries failed: the agent's pages reach
+      // nobody (the rules yield to it, see agentGap).
+      ZooKeeperExporterAlertsUndelivered: { 'for': '2m', window: '5m' },
       ZooKeeperExporterDown: { 'for': '2m' },
       ZooKeeperExporterReplicaDown: { 'for': '5m' },
     },

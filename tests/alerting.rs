@@ -6,62 +6,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::program::alerts_at;
+use common::receiver::{Receiver, hooked_config};
 use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(60);
 
-/// A webhook receiver: every notification body, in arrival order.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let sink = got.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            if reader.read_exact(&mut body).is_ok()
-                && let Ok(v) = serde_json::from_slice(&body)
-            {
-                sink.lock().unwrap().push(v);
-            }
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    (port, got)
-}
-
 /// Debian's Alertmanager on `port` with its data in `dir`, notifying the
 /// webhook at `hook`.
 fn alertmanager(dir: &Path, port: u16, hook: u16) -> std::process::Child {
-    std::fs::write(
-        dir.join("am.yml"),
-        format!(
-            "route:\n  receiver: hook\n  group_by: [alertname, cluster, election]\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n\
-             receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: true\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(dir.join("am.yml"), hooked_config(hook, "")).unwrap();
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -90,15 +48,6 @@ fn stop(mut child: std::process::Child) {
     let _ = child.wait();
 }
 
-/// Notifications the receiver got for `alertname` with `status`.
-fn notified(got: &Mutex<Vec<Value>>, alertname: &str, status: &str) -> usize {
-    got.lock()
-        .unwrap()
-        .iter()
-        .filter(|n| n["status"] == status && n["commonLabels"]["alertname"] == alertname)
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let zk = shared_server();
@@ -109,10 +58,10 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let device = client(&zk.address()).await;
     candidate(&device, &election, "n_", b"device-a").await;
 
-    let (hook, got) = receiver();
+    let hook = Receiver::start();
     let dir = temp_dir("alertmanager");
     let am_port = free_port();
-    let am = alertmanager(&dir, am_port, hook);
+    let am = alertmanager(&dir, am_port, hook.port);
     // A second election set holds its masterless alerts for an hour.
     let patient = format!("{base}/patient/bot_9");
     mkdir(&admin, &patient).await;
@@ -160,15 +109,14 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
         "the patient set's election is masterless too, yet not pushed (one alert above)"
     );
     wait_for("the firing notification", T, || {
-        match notified(&got, "ZooKeeperElectionNoMaster", "firing") {
+        match hook.count("ZooKeeperElectionNoMaster", "firing") {
             0 => Err("none yet".to_owned()),
             n => Ok(n),
         }
     });
     // The page links the runbook the rule's copy links (absolute).
-    let runbook = got
-        .lock()
-        .unwrap()
+    let runbook = hook
+        .all()
         .iter()
         .find(|n| n["status"] == "firing")
         .map(|n| n["commonAnnotations"]["runbook_url"].clone());
@@ -183,7 +131,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     // Alertmanager restarts (alerts are not persisted): the resend brings
     // the alert back.
     stop(am);
-    let am = alertmanager(&dir, am_port, hook);
+    let am = alertmanager(&dir, am_port, hook.port);
     let restarted = Instant::now();
     wait_for("the alert back after the restart", T, || {
         match alerts_at(am_port, "ZooKeeperElectionNoMaster")?.len() {
@@ -209,7 +157,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
         n => Err(format!("{n} active")),
     });
     wait_for("the resolved notification", T, || {
-        match notified(&got, "ZooKeeperElectionNoMaster", "resolved") {
+        match hook.count("ZooKeeperElectionNoMaster", "resolved") {
             0 => Err("none yet".to_owned()),
             n => Ok(n),
         }
@@ -263,7 +211,7 @@ fn fast_rules() -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
+async fn two_replicas_push_one_alert_and_the_rule_stays_silent() {
     use common::program::{prometheus, query};
     let zk = shared_server();
     let base = unique_path("dedup");
@@ -273,10 +221,10 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
     let device = client(&zk.address()).await;
     candidate(&device, &election, "n_", b"device-a").await;
 
-    let (hook, got) = receiver();
+    let hook = Receiver::start();
     let am_dir = temp_dir("alertmanager-dedup");
     let am_port = free_port();
-    let am = alertmanager(&am_dir, am_port, hook);
+    let am = alertmanager(&am_dir, am_port, hook.port);
     let config = format!(
         "{}[alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"1s\"\n",
         cluster_config(
@@ -296,20 +244,16 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
     }
 
     drop(device);
-    // The rule fires too (its copy goes to Alertmanager every second).
-    wait_for("the rule firing in Prometheus", T, || {
-        let firing = query(
-            &prometheus,
-            "ALERTS{alertname=\"ZooKeeperElectionNoMaster\",alertstate=\"firing\"}",
-        )?;
-        if firing.is_empty() {
-            Err("not yet".to_owned())
-        } else {
-            Ok(())
+    wait_for("the pushed alert in Alertmanager", T, || {
+        match alerts_at(am_port, "ZooKeeperElectionNoMaster")?.len() {
+            1 => Ok(()),
+            n => Err(format!("{n} active")),
         }
     });
-    // Every source has delivered at least twice since: a second alert, if
-    // the copies differed, would have been notified by now (group_interval 1 s).
+    // Every replica has delivered at least twice since, and Prometheus has
+    // evaluated the rules over both replicas' scrapes for longer than the
+    // rule's `for`: a second alert, or the rule's own copy, would show by
+    // now (group_interval 1 s).
     let sent = |r: &Exporter| {
         r.metrics()
             .ok()
@@ -322,32 +266,61 @@ async fn two_replicas_and_the_rule_make_one_alert_and_one_notification() {
             .unwrap_or(0.0)
     };
     let before: Vec<f64> = replicas.iter().map(sent).collect();
-    // Prometheus's own counter of alerts sent to Alertmanager.
-    let prom_sent = || -> Result<f64, String> {
+    let evaluations = || -> Result<f64, String> {
         let (_, body) = http_get(prometheus.port, "/metrics")?;
         Metrics::parse(&body)
-            .sum("prometheus_notifications_sent_total", &[])
-            .ok_or_else(|| "no notifications counter".to_owned())
+            .sum("prometheus_rule_evaluations_total", &[])
+            .ok_or_else(|| "no evaluations counter".to_owned())
     };
-    let prom_before = wait_for("Prometheus's counter", T, prom_sent);
-    wait_for("every source delivered twice more", T, || {
-        let now: Vec<f64> = replicas.iter().map(sent).collect();
-        let p = prom_sent()?;
-        if now.iter().zip(&before).all(|(n, b)| *n >= b + 2.0) && p >= prom_before + 2.0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "replicas {now:?} (from {before:?}), Prometheus {p} (from {prom_before})"
-            ))
-        }
-    });
+    let evaluated = wait_for("Prometheus's counter", T, evaluations);
+    let masterless = || -> Result<usize, String> {
+        query(
+            &prometheus,
+            &format!("zookeeper_election_has_master{{election=\"{election}\"}} == 0"),
+        )
+        .map(|r| r.len())
+    };
+    wait_for(
+        "both replicas scraped masterless",
+        T,
+        || match masterless()? {
+            2 => Ok(()),
+            n => Err(format!("{n} replicas")),
+        },
+    );
+    let scraped = std::time::Instant::now();
+    wait_for(
+        "every replica delivered twice more, the rules evaluated",
+        T,
+        || {
+            let now: Vec<f64> = replicas.iter().map(sent).collect();
+            let e = evaluations()?;
+            if now.iter().zip(&before).all(|(n, b)| *n >= b + 2.0)
+                && e > evaluated
+                && scraped.elapsed() >= Duration::from_secs(5)
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "replicas {now:?} (from {before:?}), evaluations {e}"
+                ))
+            }
+        },
+    );
     let in_am = alerts_at(am_port, "ZooKeeperElectionNoMaster").unwrap();
-    assert_eq!(in_am.len(), 1, "one alert from three sources: {in_am:?}");
+    assert_eq!(in_am.len(), 1, "one alert from two replicas: {in_am:?}");
     assert_eq!(
-        notified(&got, "ZooKeeperElectionNoMaster", "firing"),
+        hook.count("ZooKeeperElectionNoMaster", "firing"),
         1,
         "one notification: {:?}",
-        got.lock().unwrap()
+        hook.all()
     );
+    // The rule stayed silent, not even pending: the agents push.
+    let spoke = query(
+        &prometheus,
+        "max_over_time(ALERTS{alertname=\"ZooKeeperElectionNoMaster\"}[10m])",
+    )
+    .unwrap();
+    assert!(spoke.is_empty(), "the rule spoke too: {spoke:?}");
     stop(am);
 }

@@ -35,13 +35,38 @@ local util = import '../lib/util.libsonnet';
       for p in pairs
     ]),
 
+    // The agent's own alerts (src/model/alerting.rs pushes exactly these).
+    local pushed = std.set([
+      'ZooKeeperElectionNoMaster',
+      'ZooKeeperElectionGhostMaster',
+      'ZooKeeperElectionDuplicateIdentity',
+      'ZooKeeperElectionMasterFlapping',
+      'ZooKeeperElectionEpochRegression',
+      'ZooKeeperElectionRecordDisagrees',
+      'ZooKeeperElectionSplitBrain',
+      'ZooKeeperElectionLeaseExpired',
+      'ZooKeeperExporterSessionDown',
+    ]),
+    // Judged from the lease table: while every replica's source of the
+    // ensemble fails and no verdict is left, a firing alert holds, as the
+    // agent's does (its last reading stands until the next one).
+    local fromLease = std.set(['ZooKeeperElectionSplitBrain', 'ZooKeeperElectionLeaseExpired']),
+    local leaseHold(name) =
+      ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) unless on (cluster, election) max by (cluster, election) (zookeeper_election_lease_state{%%(selector)s}) and on (cluster) min by (cluster) (zookeeper_lease_up{%%(selector)s}) == 0)' % name,
+    // One voice: silent while an agent pushes for the ensemble.
+    local oneVoice(name, expr) =
+      if std.setMember(name, pushed) then
+        '(%s%s) unless on (cluster) group by (cluster) (zookeeper_exporter_alerts_active{%%(selector)s})'
+        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '']
+      else expr,
+
     local alert(name, severity, expr, summary, description) =
       local p = params(name);
       {
         alert: name,
-        expr: expr % p,
+        expr: oneVoice(name, expr) % p,
         [if p['for'] != null then 'for']: p['for'],
-        [if std.objectHas(p, 'keepFiringFor') then 'keep_firing_for']: p.keepFiringFor,
+        [if std.setMember(name, pushed) then 'keep_firing_for']: c.agentGap,
         labels: { severity: severity },
         annotations: {
           summary: summary % p,
@@ -211,6 +236,13 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperExporterKerberosTicketExpiring', 'warning', 'min by (cluster, instance) ((zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - time() < %(beforeSeconds)d) and (zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - time() < %(ratio)s * (zookeeper_session_kerberos_ticket_expiry_timestamp_seconds{%(selector)s} - zookeeper_session_kerberos_ticket_first_seen_timestamp_seconds{%(selector)s}))) or (max by (cluster, instance) (zookeeper_session_kerberos_ticket_ok{%(selector)s}) == 0)',
                   'zk-election-exporter\'s Kerberos ticket for {{ $labels.cluster }} is running out',
                   'The exporter\'s ticket-granting ticket for {{ $labels.cluster }} expires within %(beforeText)s and nothing has renewed it, or its ticket checks have failed, for %(forText)s: the running session goes on, but its next reconnect will fail to authenticate (see /ready and zookeeper_session_kerberos_errors_total for why).'),
+            // The agent decides its own alerts and the rules yield to it:
+            // if none of its deliveries gets through, this says so through
+            // Prometheus's Alertmanagers. Across replicas: one replica's
+            // alerts reaching an Alertmanager is enough.
+            alert('ZooKeeperExporterAlertsUndelivered', 'critical', 'sum by (job) (increase(zookeeper_exporter_alerts_send_errors_total{%(selector)s}[%(window)s])) > 0 unless on (job) sum by (job) (increase(zookeeper_exporter_alerts_sent_total{%(selector)s}[%(window)s])) > 0',
+                  'zk-election-exporter cannot deliver its alerts',
+                  'No replica of {{ $labels.job }} has delivered any of its alerts to an Alertmanager for %(windowText)s while deliveries failed: elections that lose their master, split brains and lost sessions page nobody (the rules leave these alerts to the agent). See zookeeper_exporter_alerts_send_errors_total for why.'),
             // Every replica watches every cluster, so one replica down
             // loses no metric: only all of them down pages.
             alert('ZooKeeperExporterDown', 'critical', 'max by (job) (up{%(selector)s}) == 0 or absent(up{%(selector)s})',

@@ -259,6 +259,11 @@ impl Running {
         if self.pusher.is_some() {
             "; alert pusher (re)started"
         } else {
+            self.push.with(|s| {
+                s.enabled = false;
+                s.active.clear();
+                s.firing.clear();
+            });
             "; alert pusher stopped"
         }
     }

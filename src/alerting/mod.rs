@@ -111,12 +111,9 @@ impl Pusher {
         }
     }
 
+    /// What fires stays published (a pusher started by a reload takes
+    /// over at once); the agent clears it when `[alerting]` is removed.
     fn stop(self) -> Book {
-        self.stats.with(|s| {
-            s.enabled = false;
-            s.active.clear();
-            s.firing.clear();
-        });
         self.book
     }
 

@@ -10,13 +10,18 @@ use prometheus_client::metrics::MetricType;
 
 use super::encode::*;
 use super::names;
-use crate::model::alerting::PushStats;
+use crate::model::alerting::{Kind, PushStats};
 
 /// Always registered; silent while no `[alerting]` is configured (a
 /// reload may add or remove it).
 #[derive(Debug)]
 pub(super) struct PushCollector {
     pub stats: Arc<PushStats>,
+    /// Every watched cluster: `zookeeper_exporter_alerts_active` has a
+    /// series for each from the first scrape on, because the rules of the
+    /// pushed alerts stay silent exactly while it is there (one voice), and
+    /// a scrape without it would let them speak up.
+    pub clusters: Vec<String>,
 }
 
 impl Collector for PushCollector {
@@ -31,7 +36,15 @@ impl Collector for PushCollector {
             "Alerts the agent is pushing now, by alertname and cluster.",
             MetricType::Gauge,
             |m| {
-                for ((name, cluster), n) in &s.active {
+                let mut active = s.active.clone();
+                for cluster in &self.clusters {
+                    for kind in Kind::ALL {
+                        active
+                            .entry((kind.alertname(), cluster.clone()))
+                            .or_default();
+                    }
+                }
+                for ((name, cluster), n) in &active {
                     gauge(
                         m,
                         &Labels::new("cluster", cluster).with("alertname", name),
@@ -77,5 +90,44 @@ impl Collector for PushCollector {
             MetricType::Counter,
             |m| counter(m, &none, s.dropped),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(collector: PushCollector) -> String {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(collector));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out
+    }
+
+    #[test]
+    fn every_cluster_has_its_active_alerts_before_the_pusher_counted_any() {
+        let stats = Arc::new(PushStats::default());
+        stats.with(|s| s.enabled = true);
+        let out = render(PushCollector {
+            stats: stats.clone(),
+            clusters: vec!["prod".into(), "stage".into()],
+        });
+        for cluster in ["prod", "stage"] {
+            for kind in Kind::ALL {
+                let series = format!(
+                    "zookeeper_exporter_alerts_active{{cluster=\"{cluster}\",alertname=\"{}\"}} 0",
+                    kind.alertname()
+                );
+                assert!(out.contains(&series), "{series} missing from\n{out}");
+            }
+        }
+        // Without [alerting], nothing: the rules decide.
+        stats.with(|s| s.enabled = false);
+        let out = render(PushCollector {
+            stats,
+            clusters: vec!["prod".into()],
+        });
+        assert!(!out.contains("zookeeper_exporter_alerts_active"), "{out}");
     }
 }

@@ -212,7 +212,7 @@ impl Exposition {
     ) -> Registry {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Collector {
-            clusters: roster,
+            clusters: roster.clone(),
             openmetrics,
             elections,
         }));
@@ -222,8 +222,10 @@ impl Exposition {
             }));
         }
         if let Some(stats) = &self.push {
+            let clusters = roster.iter().map(|c| c.read().name.clone()).collect();
             registry.register_collector(Box::new(alerting::PushCollector {
                 stats: stats.clone(),
+                clusters,
             }));
         }
         if let Some(stats) = &self.reload {
