@@ -86,6 +86,34 @@ fn the_migration_records_serve_the_old_rules() {
             .any(|n| docs.contains(&format!("`{n}`")));
         assert!(documented, "{name} is not a documented family");
     }
+    // Every summary family documented (the mntr table) has its provider
+    // record, _sum and _count: a summary added to the agent needs its record.
+    let recorded: BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .collect();
+    let mut summaries = 0;
+    for row in docs.lines().filter(|l| l.contains("| summary")) {
+        let Some(family) = row
+            .split('`')
+            .nth(3)
+            .filter(|f| f.starts_with("zookeeper_"))
+        else {
+            continue;
+        };
+        let provider = family
+            .strip_prefix("zookeeper_mntr_")
+            .or_else(|| family.strip_prefix("zookeeper_"))
+            .unwrap();
+        for suffix in ["_sum", "_count"] {
+            assert!(
+                recorded.contains(format!("{provider}{suffix}").as_str()),
+                "the summary {family} has no record {provider}{suffix}"
+            );
+        }
+        summaries += 1;
+    }
+    assert!(summaries > 60, "{summaries} summaries in docs/metrics.md");
     let migrating = std::fs::read_to_string(format!("{ROOT}/docs/migrating.md")).unwrap();
     for record in rules
         .lines()

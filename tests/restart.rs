@@ -5,7 +5,10 @@
 //! and Debian's Alertmanager with the shipped inhibit rules. The rolling
 //! restart raises no critical alert, from the rules or from the agent; a
 //! member then stopped for good pages as down, and a lost quorum pages
-//! once, holding back the member page it implies.
+//! once, holding back the member page it implies. Beside the shipped rules,
+//! the migration records under rules written for the old exporters: two
+//! leaders never recorded through the leader changes, no leader recorded
+//! while the quorum is lost, and a leader again after the recovery.
 //!
 //! The rules are the mixin's expressions on a shorter time scale (every
 //! `for` 15 s, the member window 45 s instead of 1 m and 2 m): a restart
@@ -17,7 +20,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::program::{alertmanager_with, alerts_at, alerts_seen, mixin_rules, prometheus, query};
+use common::program::{
+    alertmanager_with, alerts_at, alerts_seen, compat_rules, mixin_rules, prometheus_with, query,
+};
 use common::*;
 
 const T: Duration = Duration::from_secs(120);
@@ -81,7 +86,7 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
         .iter()
         .map(|s| format!("\"{}\"", s.address()))
         .collect();
-    let exporter = Exporter::start(&format!(
+    let config = format!(
         "[[clusters]]\nname = \"test\"\nservers = [{}]\nsession_timeout = \"10s\"\n\
          [clusters.four_letter_words]\ntimeout = \"1s\"\n\
          [[clusters.elections]]\npath = \"{base}/bots/*\"\nmin_candidates = 2\n\
@@ -90,7 +95,11 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
          [alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"2s\"\n",
         servers.join(", "),
         am.port
-    ));
+    );
+    // Two replicas, as the shipped Deployment runs: each polls the members
+    // at its own moments.
+    let exporter = Exporter::start(&config);
+    let replica = Exporter::start(&config);
     let bot = |b: &str| format!("{base}/bots/{b}");
     exporter
         .until_values(
@@ -117,7 +126,16 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
         )
         .await;
     let rules = mixin_rules("memberWindow: '45s'", "15s");
-    let prom = prometheus("restart-prom", &rules, "1s", am.port, &[exporter.port]);
+    // Beside them, the migration records and rules written for the old
+    // exporters (`sum(zk_server_leader) > 1` and `== 0`, no `for`).
+    let legacy = std::fs::read_to_string(format!("{ROOT}/alerts/tests/legacy-alerts.yml")).unwrap();
+    let prom = prometheus_with(
+        "restart-prom",
+        &[&rules, &compat_rules(), &legacy],
+        "1s",
+        am.port,
+        &[exporter.port, replica.port],
+    );
     let began = Instant::now();
     wait_for("10 s of scrapes", T, || {
         let r = query(
@@ -172,6 +190,10 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
             .filter(|a| {
                 !(a.starts_with("ZooKeeperServerDown{") && a.contains(&format!("server={gone}")))
             })
+            // The old rules page on a single reading (zk_up == 0 at every
+            // restart, no leader during an election): their way, checked
+            // below for what they must never do.
+            .filter(|a| !a.starts_with("Zookeeper"))
             .collect();
     assert!(
         critical.is_empty(),
@@ -182,6 +204,19 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
         not_serving.is_empty(),
         "the stopped member pages once, as down: {not_serving:?}"
     );
+    // The leader was restarted too, so the ensemble changed leader while
+    // two replicas read it at different moments: the old rule for two
+    // leaders never fired from the records.
+    let too_many = alerts_seen(&prom, "alertname=\"ZookeeperTooManyLeaders\"", &range).unwrap();
+    assert!(too_many.is_empty(), "two leaders recorded: {too_many:?}");
+    let missing = || {
+        alerts_seen(
+            &prom,
+            "alertname=\"ZookeeperMissingLeader\",alertstate=\"firing\"",
+            "2s",
+        )
+    };
+    assert_eq!(missing(), Ok(vec![]), "a leader while one member is down");
     // Nor did the agent push a critical alert of its own.
     let pushed = query(
         &prom,
@@ -209,5 +244,31 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
             ))
         }
     });
+    // While no member leads, the old missing-leader rule fires from the
+    // records; the quorum back, it ends.
+    wait_for("the old missing-leader rule firing", T, || {
+        match missing()?.len() {
+            1 => Ok(()),
+            n => Err(format!("{n} firing")),
+        }
+    });
+    ensemble.servers[0].restart();
+    ensemble.servers[1].restart();
+    until_all_serving(&ensemble);
+    wait_for(
+        "the old missing-leader rule resolved",
+        T,
+        || match missing()?.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} firing")),
+        },
+    );
+    let range = format!("{}s", began.elapsed().as_secs() + 5);
+    let too_many = alerts_seen(&prom, "alertname=\"ZookeeperTooManyLeaders\"", &range).unwrap();
+    assert!(
+        too_many.is_empty(),
+        "two leaders recorded through the recovery: {too_many:?}"
+    );
+    drop(replica);
     drop(sessions);
 }

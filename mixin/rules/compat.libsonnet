@@ -36,6 +36,80 @@ local names = {
     packets_received: 'zookeeper_packets_received_total',
     packets_sent: 'zookeeper_packets_sent_total',
   },
+  // Every summary the agent exports from mntr (docs/metrics.md), as the
+  // provider names it: [provider name, agent family, keyed]. A keyed set
+  // (per namespace, per learner) keeps its `key` label.
+  summaries: [
+    ['ack_latency', 'zookeeper_ack_latency', true],
+    ['close_session_prep_time', 'zookeeper_close_session_prep_time', false],
+    ['commit_commit_proc_req_queued', 'zookeeper_commit_commit_proc_req_queued', false],
+    ['commit_process_time', 'zookeeper_commit_process_time', false],
+    ['commit_propagation_latency', 'zookeeper_commit_propagation_latency', false],
+    ['concurrent_request_processing_in_commit_processor', 'zookeeper_concurrent_request_processing_in_commit_processor', false],
+    ['connection_token_deficit', 'zookeeper_connection_token_deficit', false],
+    ['dbinittime', 'zookeeper_dbinittime', false],
+    ['dead_watchers_cleaner_latency', 'zookeeper_dead_watchers_cleaner_latency', false],
+    ['follower_sync_time', 'zookeeper_follower_sync_time', false],
+    ['fsynctime', 'zookeeper_fsynctime', false],
+    ['inflight_diff_count', 'zookeeper_inflight_diff_count', false],
+    ['inflight_snap_count', 'zookeeper_inflight_snap_count', false],
+    ['jvm_pause_time_ms', 'zookeeper_jvm_pause_time_ms', false],
+    ['leader_unavailable_time', 'zookeeper_leader_unavailable_time', false],
+    ['learner_handler_qp_size', 'zookeeper_learner_handler_qp_size', true],
+    ['learner_handler_qp_time_ms', 'zookeeper_learner_handler_qp_time_ms', true],
+    ['learner_request_processor_queue_size', 'zookeeper_learner_request_processor_queue_size', false],
+    ['local_write_committed_time_ms', 'zookeeper_local_write_committed_time_ms', false],
+    ['election_time', 'zookeeper_mntr_election_time', false],
+    ['server_write_committed_time_ms', 'zookeeper_mntr_server_write_committed_time_ms', false],
+    ['session_queues_drained', 'zookeeper_mntr_session_queues_drained', false],
+    ['netty_queued_buffer_capacity', 'zookeeper_netty_queued_buffer_capacity', false],
+    ['node_changed_watch_count', 'zookeeper_node_changed_watch_count', false],
+    ['node_children_watch_count', 'zookeeper_node_children_watch_count', false],
+    ['node_created_watch_count', 'zookeeper_node_created_watch_count', false],
+    ['node_deleted_watch_count', 'zookeeper_node_deleted_watch_count', false],
+    ['observer_sync_time', 'zookeeper_observer_sync_time', false],
+    ['om_commit_process_time_ms', 'zookeeper_om_commit_process_time_ms', false],
+    ['om_proposal_process_time_ms', 'zookeeper_om_proposal_process_time_ms', false],
+    ['pending_session_queue_size', 'zookeeper_pending_session_queue_size', false],
+    ['prep_process_time', 'zookeeper_prep_process_time', false],
+    ['prep_processor_queue_size', 'zookeeper_prep_processor_queue_size', false],
+    ['prep_processor_queue_time_ms', 'zookeeper_prep_processor_queue_time_ms', false],
+    ['propagation_latency', 'zookeeper_propagation_latency', false],
+    ['proposal_ack_creation_latency', 'zookeeper_proposal_ack_creation_latency', false],
+    ['proposal_latency', 'zookeeper_proposal_latency', false],
+    ['proposal_process_time', 'zookeeper_proposal_process_time', false],
+    ['quorum_ack_latency', 'zookeeper_quorum_ack_latency', false],
+    ['read_commit_proc_issued', 'zookeeper_read_commit_proc_issued', false],
+    ['read_commit_proc_req_queued', 'zookeeper_read_commit_proc_req_queued', false],
+    ['read_commitproc_time_ms', 'zookeeper_read_commitproc_time_ms', false],
+    ['read_final_proc_time_ms', 'zookeeper_read_final_proc_time_ms', false],
+    ['read_per_namespace', 'zookeeper_read_per_namespace', true],
+    ['readlatency', 'zookeeper_readlatency', false],
+    ['reads_after_write_in_session_queue', 'zookeeper_reads_after_write_in_session_queue', false],
+    ['reads_issued_from_session_queue', 'zookeeper_reads_issued_from_session_queue', false],
+    ['request_throttle_queue_time_ms', 'zookeeper_request_throttle_queue_time_ms', false],
+    ['requests_in_session_queue', 'zookeeper_requests_in_session_queue', false],
+    ['snapshottime', 'zookeeper_snapshottime', false],
+    ['socket_closing_time', 'zookeeper_socket_closing_time', false],
+    ['startup_snap_load_time', 'zookeeper_startup_snap_load_time', false],
+    ['startup_txns_load_time', 'zookeeper_startup_txns_load_time', false],
+    ['startup_txns_loaded', 'zookeeper_startup_txns_loaded', false],
+    ['sync_process_time', 'zookeeper_sync_process_time', false],
+    ['sync_processor_batch_size', 'zookeeper_sync_processor_batch_size', false],
+    ['sync_processor_queue_and_flush_time_ms', 'zookeeper_sync_processor_queue_and_flush_time_ms', false],
+    ['sync_processor_queue_flush_time_ms', 'zookeeper_sync_processor_queue_flush_time_ms', false],
+    ['sync_processor_queue_size', 'zookeeper_sync_processor_queue_size', false],
+    ['sync_processor_queue_time_ms', 'zookeeper_sync_processor_queue_time_ms', false],
+    ['time_waiting_empty_pool_in_commit_processor_read_ms', 'zookeeper_time_waiting_empty_pool_in_commit_processor_read_ms', false],
+    ['unavailable_time', 'zookeeper_unavailable_time', false],
+    ['updatelatency', 'zookeeper_updatelatency', false],
+    ['write_batch_time_in_commit_processor', 'zookeeper_write_batch_time_in_commit_processor', false],
+    ['write_commit_proc_issued', 'zookeeper_write_commit_proc_issued', false],
+    ['write_commit_proc_req_queued', 'zookeeper_write_commit_proc_req_queued', false],
+    ['write_commitproc_time_ms', 'zookeeper_write_commitproc_time_ms', false],
+    ['write_final_proc_time_ms', 'zookeeper_write_final_proc_time_ms', false],
+    ['write_per_namespace', 'zookeeper_write_per_namespace', true],
+  ],
 };
 
 {
@@ -52,8 +126,19 @@ local names = {
           // dabealu: 1 while mntr answers; carlpett: 1 after a good scrape.
           { record: 'zk_up', expr: server(one('zookeeper_up')) },
           { record: 'zk_ruok', expr: server(one('zookeeper_ruok')) },
-          // dabealu: 1 on the leader, 0 on the others.
-          { record: 'zk_server_leader', expr: server('max by (cluster, server) (zookeeper_server_state{%s,state="leader"})' % c.selector) },
+          // dabealu: 1 on the leader, 0 on every other member, down and
+          // not serving ones too (a quorum lost reads all 0, so
+          // `sum(zk_server_leader) == 0` fires). Only the leader of the
+          // newest epoch counts: through a leader change one replica may
+          // still read the old leader while another reads the new one,
+          // and the old exporters' `sum(zk_server_leader) > 1` would page
+          // for it. A member claiming an older epoch is
+          // ZooKeeperMultipleLeaders' business.
+          { record: 'zk_server_leader', expr: server('(%(leaders)s == on (cluster) group_left max by (cluster) (%(leaders)s)) * 0 + 1 or max by (cluster, server) (zookeeper_up{%(selector)s}) * 0' % {
+            selector: c.selector,
+            // Each leader's epoch (srvr's zxid), 0 where srvr is not polled.
+            leaders: 'max by (cluster, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
+          }) },
           // carlpett: 1 with the current state as a label.
           { record: 'zk_server_state', expr: server('max by (cluster, server, state) (zookeeper_server_state{%s} == 1)' % c.selector) },
           { record: 'zk_version', expr: server(one('zookeeper_server_info', ', version')) },
@@ -77,9 +162,8 @@ local names = {
           for key in std.objectFields(names.counters)
         ] + [
           // The provider's summaries: _sum and _count, for rates.
-          { record: s[0] + suffix, expr: server(one(s[1] + suffix)) }
-          for s in [['readlatency', 'zookeeper_readlatency'], ['updatelatency', 'zookeeper_updatelatency'],
-                    ['fsynctime', 'zookeeper_fsynctime'], ['election_time', 'zookeeper_mntr_election_time']]
+          { record: s[0] + suffix, expr: server(one(s[1] + suffix, if s[2] then ', key' else '')) }
+          for s in names.summaries
           for suffix in ['_sum', '_count']
         ] + [
           { record: 'learners', expr: server(one('zookeeper_learners')) },

@@ -104,15 +104,32 @@ pub fn prometheus(
     alertmanager: u16,
     targets: &[u16],
 ) -> Program {
+    prometheus_with(tag, &[rules], interval, alertmanager, targets)
+}
+
+/// [`prometheus`] with several rule files.
+pub fn prometheus_with(
+    tag: &str,
+    rules: &[&str],
+    interval: &str,
+    alertmanager: u16,
+    targets: &[u16],
+) -> Program {
     let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
     Program::start(tag, |dir, port| {
-        std::fs::write(dir.join("rules.yml"), rules).unwrap();
+        let mut files = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let name = format!("rules-{i}.yml");
+            std::fs::write(dir.join(&name), r).unwrap();
+            files.push(format!("  - {name}\n"));
+        }
         std::fs::write(
             dir.join("prometheus.yml"),
             format!(
-                "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\nrule_files:\n  - rules.yml\n\
+                "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\nrule_files:\n{}\
                  alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{alertmanager}']\n\
                  scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: [{}]\n",
+                files.concat(),
                 targets.join(", ")
             ),
         )
@@ -159,6 +176,27 @@ pub fn mixin_rules(config: &str, for_: &str) -> String {
     );
     let out = std::process::Command::new("jsonnet")
         .args(["-J", "mixin", "-e", &code])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("jsonnet (Debian package jsonnet) must be installed");
+    assert!(
+        out.status.success(),
+        "jsonnet failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The mixin's migration records (`prometheusCompatRules`) with the
+/// default `_config`, as JSON (which Prometheus reads as YAML).
+pub fn compat_rules() -> String {
+    let out = std::process::Command::new("jsonnet")
+        .args([
+            "-J",
+            "mixin",
+            "-e",
+            "(import 'mixin.libsonnet').prometheusCompatRules",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("jsonnet (Debian package jsonnet) must be installed");
