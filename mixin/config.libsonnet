@@ -57,7 +57,8 @@
       ZooKeeperElectionGhostMaster: { 'for': '30s' },
       ZooKeeperElectionDuplicateIdentity: { 'for': '5m' },
       ZooKeeperElectionNoStandby: { 'for': '15m' },
-      ZooKeeperElectionEpochRegression: { 'for': null },
+      // A regression counted within `window`.
+      ZooKeeperElectionEpochRegression: { 'for': null, window: '10m' },
       ZooKeeperElectionRecordDisagrees: { 'for': '5m' },
       // Alone (no agent pushing), these two hold while the lease source
       // fails (no reading is no evidence that it ended); their `for` is the

@@ -57,6 +57,48 @@ local header = |||
     },
     spec: { groups: groups },
   }),
+
+  // The agent's own alerts, taken from their rules: what it pushes is what
+  // the rule would say (src/model/alerting.rs).
+  'src/model/alerting/catalogue.rs':
+    local opt(v, f) = if v == null then 'None' else 'Some(%s)' % f(v);
+    local secs(v) = 'Duration::from_secs(%d)' % v;
+    local raw(t) = if std.length(std.findSubstr('"#', t)) > 0 then error 'text with "#: ' + t else 'r#"%s"#' % t;
+    |||
+      // Generated from mixin/ by scripts/generate.sh: do not edit. The texts,
+      // severities and holds are the rules' (mixin/alerts/alerts.libsonnet and
+      // mixin/config.libsonnet); change them there and regenerate.
+      //! The catalogue of the agent's own alerts, one entry per [`Kind`], in
+      //! the order of `Kind::ALL`, as the mixin's rules define them.
+
+      use std::time::Duration;
+
+      use super::{Entry, Kind};
+
+      pub(super) const CATALOGUE: [Entry; %d] = [
+    ||| % std.length(mixin.prometheusAlerts.agentCatalogue) + std.join('', [
+      local indent(block) = std.join('', ['    ' + l + '\n' for l in std.split(block, '\n') if l != '']);
+      indent(
+      |||
+        Entry {
+            kind: Kind::%(kind)s,
+            alertname: "%(alertname)s",
+            severity: "%(severity)s",
+            summary: %(summary)s,
+            description: %(description)s,
+            hold: %(hold)s,
+            window: %(window)s,
+            switches: %(switches)s,
+        },
+      ||| % (e {
+               summary: raw(e.summary),
+               description: raw(e.description),
+               hold: opt(e.holdSeconds, secs),
+               window: opt(e.windowSeconds, secs),
+               switches: opt(e.switches, function(n) '%d' % n),
+             }))
+      for e in mixin.prometheusAlerts.agentCatalogue
+    ]) + '];\n',
 } + {
   ['dashboards/' + name]: std.manifestJsonEx(mixin.grafanaDashboards[name], '  ') + '\n'
   for name in std.objectFields(mixin.grafanaDashboards)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the mixin's committed output from mixin/ (Debian's jsonnet):
-# alerts/zookeeper.rules.yml, dashboards/*.json and
-# deploy/kubernetes/prometheusrule.yaml.
+# alerts/zookeeper.rules.yml, dashboards/*.json,
+# deploy/kubernetes/prometheusrule.yaml and the agent's alert catalogue
+# (src/model/alerting/catalogue.rs).
 #   scripts/generate.sh           rewrite the files
 #   scripts/generate.sh --check   fail, naming them, if they differ
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 command -v jsonnet >/dev/null || { echo "jsonnet is missing: apt-get install jsonnet" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes"
+mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes" "$out/src/model/alerting"
 files=$(jsonnet -J mixin -S -m "$out" mixin/generate.jsonnet)
 status=0
 for file in $files; do

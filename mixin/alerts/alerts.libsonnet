@@ -35,18 +35,21 @@ local util = import '../lib/util.libsonnet';
       for p in pairs
     ]),
 
-    // The agent's own alerts (src/model/alerting.rs pushes exactly these).
-    local pushed = std.set([
-      'ZooKeeperElectionNoMaster',
-      'ZooKeeperElectionGhostMaster',
-      'ZooKeeperElectionDuplicateIdentity',
-      'ZooKeeperElectionMasterFlapping',
-      'ZooKeeperElectionEpochRegression',
-      'ZooKeeperElectionRecordDisagrees',
-      'ZooKeeperElectionSplitBrain',
-      'ZooKeeperElectionLeaseExpired',
-      'ZooKeeperExporterSessionDown',
-    ]),
+    // The alerts the agent decides itself, in the order of its `Kind`
+    // (variant): src/model/alerting/catalogue.rs is generated from these
+    // rules, so the agent's names, severities, texts and holds are theirs.
+    local agentKinds = [
+      ['NoMaster', 'ZooKeeperElectionNoMaster'],
+      ['GhostMaster', 'ZooKeeperElectionGhostMaster'],
+      ['DuplicateIdentity', 'ZooKeeperElectionDuplicateIdentity'],
+      ['MasterFlapping', 'ZooKeeperElectionMasterFlapping'],
+      ['EpochRegression', 'ZooKeeperElectionEpochRegression'],
+      ['RecordDisagrees', 'ZooKeeperElectionRecordDisagrees'],
+      ['SplitBrain', 'ZooKeeperElectionSplitBrain'],
+      ['LeaseExpired', 'ZooKeeperElectionLeaseExpired'],
+      ['SessionDown', 'ZooKeeperExporterSessionDown'],
+    ],
+    local pushed = std.set([k[1] for k in agentKinds]),
     // Judged from the lease table: while every replica's source of the
     // ensemble fails and no verdict is left, a firing alert holds, as the
     // agent's does (its last reading stands until the next one).
@@ -74,6 +77,24 @@ local util = import '../lib/util.libsonnet';
           runbook_url: '%s#%s' % [c.runbookURL, std.asciiLower(name)],
         },
       },
+
+    // The agent's catalogue: each of its alerts as its rule says it, with
+    // the hold and window it judges by (seconds; null where none).
+    agentCatalogue:: [
+      local rule = [r for g in self.groups for r in g.rules if std.objectHas(r, 'alert') && r.alert == k[1]][0];
+      local a = c.alerts[k[1]];
+      {
+        kind: k[0],
+        alertname: k[1],
+        severity: rule.labels.severity,
+        summary: rule.annotations.summary,
+        description: rule.annotations.description,
+        holdSeconds: if a['for'] == null then null else util.seconds(a['for']),
+        windowSeconds: if std.objectHas(a, 'window') then util.seconds(a.window) else null,
+        switches: if std.objectHas(a, 'switches') then a.switches else null,
+      }
+      for k in agentKinds
+    ],
 
     groups+: [
         {
@@ -149,7 +170,7 @@ local util = import '../lib/util.libsonnet';
             alert('ZooKeeperElectionNoStandby', 'warning', 'max by (cluster, election) (zookeeper_election_candidates{%(selector)s}) < on (cluster, election) max by (cluster, election) (zookeeper_election_min_candidates{%(selector)s})',
                   'Election {{ $labels.election }} ({{ $labels.cluster }}) has no standby',
                   'Only {{ $value }} candidates compete for {{ $labels.election }} in {{ $labels.cluster }}, fewer than its min_candidates: if the master dies, nobody may take over.'),
-            alert('ZooKeeperElectionEpochRegression', 'critical', 'max by (cluster, election) (increase(zookeeper_election_epoch_regressions_total{%(selector)s}[10m])) > 0',
+            alert('ZooKeeperElectionEpochRegression', 'critical', 'max by (cluster, election) (increase(zookeeper_election_epoch_regressions_total{%(selector)s}[%(window)s])) > 0',
                   'The fencing epoch of {{ $labels.election }} ({{ $labels.cluster }}) went backwards',
                   'The epoch of {{ $labels.election }} in {{ $labels.cluster }} was written lower than before: a master with a stale epoch is acting, and fencing is not protecting the system.'),
             alert('ZooKeeperElectionRecordDisagrees', 'warning', 'min by (cluster, election) (zookeeper_election_record_agrees{%(selector)s}) == 0',
@@ -214,7 +235,7 @@ local util = import '../lib/util.libsonnet';
           rules: [
             alert('ZooKeeperExporterSessionDown', 'critical', 'max by (cluster) (zookeeper_session_state{%(selector)s,state=~"connected|read_only"}) == 0',
                   'zk-election-exporter has no ZooKeeper session to {{ $labels.cluster }}',
-                  'The exporter\'s session to {{ $labels.cluster }} has not been connected for %(forText)s: election metrics are stale or missing.'),
+                  'The exporter\'s session to {{ $labels.cluster }} is not connected: election metrics are stale or missing until it is.'),
             alert('ZooKeeperExporterTreeNotSynced', 'warning', 'min by (cluster, tree, instance) (zookeeper_tree_synced{%(selector)s}) == 0',
                   'Tree {{ $labels.tree }} of {{ $labels.cluster }} is not synced',
                   'zk-election-exporter could not watch and list {{ $labels.tree }} in {{ $labels.cluster }} for %(forText)s; its election values are stale (see /ready for why).'),

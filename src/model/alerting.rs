@@ -1,9 +1,9 @@
-//! The alerts the agent raises itself, pushed straight to Alertmanager
-//! because it sees them first. Each is the twin of a shipped Prometheus
-//! rule: the same alertname, severity and identifying labels (`cluster`,
-//! `election`), so Alertmanager merges the pushed and the rule-evaluated
-//! copy into one notification; and the same hold (`for:`), except the
-//! masterless one, whose hold is `alerting.no_master_for`.
+//! The alerts the agent decides itself, pushed straight to Alertmanager
+//! because it sees them first. Each has a rule in the mixin, which stays
+//! silent while an agent pushes (one voice, docs/alerts.md): the name,
+//! severity, texts and holds come from that rule, through `catalogue.rs`,
+//! generated from the mixin. The masterless, session and lease holds are
+//! configured instead.
 //!
 //! Pure: conditions are read from the models at an instant the caller
 //! gives; [`Book`] turns them into alerts that fire and resolve.
@@ -49,70 +49,23 @@ impl Kind {
         matches!(self, Kind::SplitBrain | Kind::LeaseExpired)
     }
 
-    pub fn alertname(self) -> &'static str {
-        match self {
-            Kind::NoMaster => "ZooKeeperElectionNoMaster",
-            Kind::GhostMaster => "ZooKeeperElectionGhostMaster",
-            Kind::DuplicateIdentity => "ZooKeeperElectionDuplicateIdentity",
-            Kind::MasterFlapping => "ZooKeeperElectionMasterFlapping",
-            Kind::EpochRegression => "ZooKeeperElectionEpochRegression",
-            Kind::RecordDisagrees => "ZooKeeperElectionRecordDisagrees",
-            Kind::SplitBrain => "ZooKeeperElectionSplitBrain",
-            Kind::LeaseExpired => "ZooKeeperElectionLeaseExpired",
-            Kind::SessionDown => "ZooKeeperExporterSessionDown",
-        }
+    /// Its entry in the catalogue generated from the mixin's rules.
+    pub const fn entry(self) -> &'static Entry {
+        &catalogue::CATALOGUE[self as usize]
     }
 
-    pub fn severity(self) -> &'static str {
-        match self {
-            Kind::NoMaster | Kind::EpochRegression | Kind::SplitBrain | Kind::SessionDown => {
-                "critical"
-            }
-            _ => "warning",
-        }
+    pub const fn alertname(self) -> &'static str {
+        self.entry().alertname
     }
 
-    /// The rule's `summary` and `description`, with `{cluster}`,
-    /// `{election}` and `{value}` to fill in.
-    pub fn texts(self) -> (&'static str, &'static str) {
-        match self {
-            Kind::NoMaster => (
-                "Election {election} of {cluster} has no master",
-                "No candidate holds {election} in {cluster}: nobody drives it until an instance joins.",
-            ),
-            Kind::GhostMaster => (
-                "Master of {election} ({cluster}) is a ghost",
-                "The session holding {election} in {cluster} has no connection or has gone silent; its node, and so its mastership, lasts until the session expires.",
-            ),
-            Kind::DuplicateIdentity => (
-                "The same identity is registered twice in {election} ({cluster})",
-                "{value} candidates of {election} in {cluster} share an identity with another: usually a zombie session of a restarted instance.",
-            ),
-            Kind::MasterFlapping => (
-                "Mastership of {election} ({cluster}) flaps",
-                "{election} in {cluster} switched master more than 3 times in 10 minutes: sessions keep expiring or instances keep restarting.",
-            ),
-            Kind::EpochRegression => (
-                "The fencing epoch of {election} ({cluster}) went backwards",
-                "The epoch of {election} in {cluster} was written lower than before: a master with a stale epoch is acting, and fencing is not protecting the system.",
-            ),
-            Kind::RecordDisagrees => (
-                "The master record of {election} ({cluster}) names another master",
-                "The node where {election} in {cluster} records its active master has named someone other than the lock's owner for 5 minutes: the new master has not taken over its duties, or fencing of the old one failed.",
-            ),
-            Kind::SplitBrain => (
-                "Two masters act for {election} ({cluster})",
-                "The application's lease of {election} in {cluster} is held, unexpired, by an instance other than ZooKeeper's master, which renewed it after mastership moved: two instances act at once.",
-            ),
-            Kind::LeaseExpired => (
-                "The master of {election} ({cluster}) stopped renewing its lease",
-                "ZooKeeper's master of {election} in {cluster} holds a live session but its lease in the application's table expired: the application stopped acting behind a live session.",
-            ),
-            Kind::SessionDown => (
-                "zk-election-exporter has no ZooKeeper session to {cluster}",
-                "The exporter's session to {cluster} has not been connected for a while: election metrics are stale or missing.",
-            ),
-        }
+    pub const fn severity(self) -> &'static str {
+        self.entry().severity
+    }
+
+    /// The rule's `summary` and `description`, with `{{ $labels.cluster }}`,
+    /// `{{ $labels.election }}` and `{{ $value }}` to fill in ([`fill`]).
+    pub const fn texts(self) -> (&'static str, &'static str) {
+        (self.entry().summary, self.entry().description)
     }
 
     /// The runbook anchor (docs/runbooks.md#...).
@@ -120,21 +73,65 @@ impl Kind {
         self.alertname().to_ascii_lowercase()
     }
 
-    /// How long the condition must hold, as the rule's `for:`; the
-    /// masterless, session and lease holds are configured (the lease
-    /// ones per set, see [`Condition::hold`]).
+    /// How long the condition must hold: the masterless, session and
+    /// lease holds are configured (the lease ones per set, see
+    /// [`Condition::hold`]), the others are the rule's `for:`.
     fn hold(self, t: &Thresholds) -> Duration {
         match self {
             Kind::NoMaster => t.no_master_for,
             Kind::SessionDown => t.session_lost_for,
-            Kind::GhostMaster => Duration::from_secs(30),
-            Kind::DuplicateIdentity | Kind::RecordDisagrees => Duration::from_secs(300),
-            Kind::SplitBrain => Duration::from_secs(60),
-            Kind::LeaseExpired => Duration::from_secs(120),
-            Kind::MasterFlapping | Kind::EpochRegression => Duration::ZERO,
+            _ => match self.entry().hold {
+                Some(hold) => hold,
+                None => Duration::ZERO,
+            },
+        }
+    }
+
+    /// The window the rule judges within (flapping, epoch regressions).
+    pub const fn window(self) -> Duration {
+        match self.entry().window {
+            Some(w) => w,
+            None => panic!("this alert judges no window"),
+        }
+    }
+
+    /// How many switches within [`Kind::window`] make it flap.
+    pub const fn switches(self) -> usize {
+        match self.entry().switches {
+            Some(n) => n as usize,
+            None => panic!("this alert counts no switches"),
         }
     }
 }
+
+/// One of the agent's alerts as its rule in the mixin defines it
+/// (`catalogue.rs` is generated from the mixin; the two never differ).
+#[derive(Debug)]
+pub struct Entry {
+    pub kind: Kind,
+    pub alertname: &'static str,
+    pub severity: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    /// The rule's `for:`; `None` for alerts that judge a window.
+    pub hold: Option<Duration>,
+    pub window: Option<Duration>,
+    pub switches: Option<u32>,
+}
+
+#[rustfmt::skip]
+mod catalogue;
+
+// The catalogue is in `Kind::ALL` order, so `entry` may index it.
+const _: () = {
+    let mut i = 0;
+    while i < Kind::ALL.len() {
+        assert!(catalogue::CATALOGUE[i].kind as usize == Kind::ALL[i] as usize);
+        assert!(Kind::ALL[i] as usize == i);
+        i += 1;
+    }
+    assert!(catalogue::CATALOGUE.len() == Kind::ALL.len());
+};
 
 /// The configured holds and cap.
 #[derive(Debug, Clone, Copy)]
@@ -156,7 +153,7 @@ pub struct Condition {
     /// Since when it holds, when the model knows (masterless since);
     /// otherwise from when the book first saw it.
     pub since: Option<Instant>,
-    /// `{value}` of the description; for an epoch regression, the count
+    /// `{{ $value }}` of the description; for an epoch regression, the count
     /// of regressions (the alert holds for 10 minutes after it grows).
     pub value: u64,
     /// A hold other than the kind's (an election set's `no_master_for`).
@@ -299,8 +296,8 @@ pub struct Changes {
 }
 
 /// How long an epoch regression stays alerted after the count grew, as
-/// the rule's `increase(...[10m]) > 0`.
-const REGRESSION_WINDOW: Duration = Duration::from_secs(600);
+/// the rule's `increase(...[window]) > 0`.
+const REGRESSION_WINDOW: Duration = Kind::EpochRegression.window();
 
 /// The alerts firing, and conditions waiting out their hold.
 #[derive(Debug)]
@@ -496,12 +493,14 @@ impl PushStats {
     }
 }
 
-/// Fills `{cluster}`, `{election}` and `{value}` into `template`.
+/// Fills a rule's template, as Prometheus would: `{{ $labels.cluster }}`,
+/// `{{ $labels.election }}` and `{{ $value }}` (the only ones the
+/// catalogue's texts use; a test keeps it so).
 pub fn fill(template: &str, cluster: &str, election: &str, value: u64) -> String {
     template
-        .replace("{cluster}", cluster)
-        .replace("{election}", election)
-        .replace("{value}", &value.to_string())
+        .replace("{{ $labels.cluster }}", cluster)
+        .replace("{{ $labels.election }}", election)
+        .replace("{{ $value }}", &value.to_string())
 }
 
 #[cfg(test)]

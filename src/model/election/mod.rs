@@ -76,11 +76,12 @@ pub struct MasterView<'a> {
 }
 
 /// An election *flaps* when it switched at least [`FLAP_SWITCHES`] times
-/// within [`FLAP_WINDOW`] (the `ZooKeeperElectionMasterFlapping` rule:
-/// more than 3 in 10 minutes). The last that many switch moments are kept,
+/// within [`FLAP_WINDOW`]: the `ZooKeeperElectionMasterFlapping` rule's
+/// threshold and window, from the alert catalogue the mixin generates
+/// (more than 3 in 10 minutes). The last that many switch moments are kept,
 /// once an election has switched at all.
-pub const FLAP_SWITCHES: usize = 4;
-pub const FLAP_WINDOW: Duration = Duration::from_secs(600);
+pub const FLAP_SWITCHES: usize = crate::model::alerting::Kind::MasterFlapping.switches();
+pub const FLAP_WINDOW: Duration = crate::model::alerting::Kind::MasterFlapping.window();
 
 /// State of one election. Build it with [`Election::new`] and feed it joins,
 /// leaves, data updates or full snapshots.
