@@ -36,7 +36,12 @@ fn mixin_with(patch: &str, field: &str) -> Value {
 #[test]
 fn committed_files_are_the_mixins_output() {
     let dir = std::env::temp_dir().join(format!("zkee-mixin-{}", std::process::id()));
-    for sub in ["alerts", "dashboards", "deploy/kubernetes", "src/model/alerting"] {
+    for sub in [
+        "alerts",
+        "dashboards",
+        "deploy/kubernetes",
+        "src/model/alerting",
+    ] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
     let listed = jsonnet(&["-S", "-m", dir.to_str().unwrap(), "mixin/generate.jsonnet"]);
