@@ -606,11 +606,12 @@ async fn mariadb_over_tls() {
 }
 
 /// With a real Prometheus evaluating the shipped rules (every `for` 2 s)
-/// over two agent replicas that both push: a routine handover (the old
-/// master stops renewing and closes its session, the new one takes the
+/// over two agent replicas, Prometheus alone deciding (no `[alerting]`;
+/// the agents' own pushes are `tests/voices.rs`'): a routine handover (the
+/// old master stops renewing and closes its session, the new one takes the
 /// lease once the old one ran out) raises split brain nowhere, not even
 /// pending; a real one fires once in Prometheus for the two replicas and
-/// once in Alertmanager for the rule and both pushes.
+/// once in Alertmanager.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn split_brain_with_prometheus_and_two_replicas() {
     use common::program::{mixin_rules, prometheus, query};
@@ -623,10 +624,8 @@ async fn split_brain_with_prometheus_and_two_replicas() {
     let admin = client(&zk.address()).await;
     mkdir(&admin, &bot).await;
     let config = format!(
-        "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"1s\"\n\
-         [[clusters]]\nname = \"lease\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
+        "[[clusters]]\nname = \"lease\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
          [[clusters.elections]]\npath = \"{base}/bots/*\"\n{}\n",
-        am.port,
         zk.address(),
         lease(&db, "master_lease", ", split_brain_for = \"2s\""),
     );
@@ -715,12 +714,6 @@ async fn split_brain_with_prometheus_and_two_replicas() {
     )
     .await;
     until_alerted(&am, "ZooKeeperElectionSplitBrain", &bot, 1).await;
-    // Both replicas pushed it too (their own books fire), and still one.
-    for r in &replicas {
-        let (_, body) = http_get(r.port, "/api/v1/status").unwrap();
-        assert!(body.contains("ZooKeeperElectionSplitBrain"), "{body}");
-    }
-    assert_eq!(alerted(&am, "ZooKeeperElectionSplitBrain", &bot), Ok(1));
     renew_b.stop().await;
     drop(b);
 }
