@@ -77,6 +77,15 @@
 //!
 //! [`ask`]: sources::fourlw::ask
 
+// A cast that truncates, wraps or drops a sign is where a number from
+// outside (a reply, a node, a query) silently becomes another number: each
+// one left says why it cannot happen there.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 pub mod agent;
 pub mod alerting;
 pub mod api;

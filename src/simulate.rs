@@ -36,7 +36,9 @@ impl Rng {
     fn seeded() -> Self {
         let seed = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0x9e37_79b9, |d| d.as_nanos() as u64);
+            .map_or(0x9e37_79b9, |d| {
+                u64::try_from(d.as_nanos() % (1u128 << 64)).unwrap_or(0x9e37_79b9)
+            });
         Self(seed | 1)
     }
     fn next(&mut self) -> u64 {
@@ -46,7 +48,8 @@ impl Rng {
         self.0
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        // n fits in u64, and a remainder below n fits back in usize.
+        usize::try_from(self.next() % u64::try_from(n).unwrap_or(u64::MAX)).unwrap_or(0)
     }
     fn chance(&mut self, p: f64) -> bool {
         (self.next() % 10_000) as f64 / 10_000.0 < p

@@ -47,7 +47,7 @@ impl Conn {
         }
     }
     pub(super) fn now_ms(&self) -> u64 {
-        self.born.elapsed().as_millis() as u64
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
     pub(super) fn at(&self, ms: u64) -> Instant {
         self.born + Duration::from_millis(ms)

@@ -37,7 +37,8 @@ const RESERVED_FDS: u64 = 64;
 /// limit leaves after what the agent itself needs.
 pub fn connection_cap(configured: usize, open_files_limit: Option<u64>) -> usize {
     match open_files_limit {
-        Some(limit) => configured.min(limit.saturating_sub(RESERVED_FDS).max(2) as usize),
+        Some(limit) => configured
+            .min(usize::try_from(limit.saturating_sub(RESERVED_FDS).max(2)).unwrap_or(usize::MAX)),
         None => configured,
     }
 }

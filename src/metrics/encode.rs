@@ -91,7 +91,12 @@ pub(super) fn write_sample_value(out: &mut String, v: f64) {
     out.push(' ');
     // Below 2^53 a whole f64 is an exact i64; -0.0 prints as "-0".
     if v.fract() == 0.0 && v.abs() < 9.0e15 && !(v == 0.0 && v.is_sign_negative()) {
-        out.push_str(itoa::Buffer::new().format(v as i64));
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "whole and below 2^53 in magnitude: exact in an i64"
+        )]
+        let whole = v as i64;
+        out.push_str(itoa::Buffer::new().format(whole));
     } else {
         use std::fmt::Write;
         let _ = write!(out, "{v}");

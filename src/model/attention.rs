@@ -528,7 +528,10 @@ mod tests {
             c.child_upserted(
                 id,
                 "/e/flap",
-                child(&format!("n_000000000{k}"), 10 + k as i64),
+                child(
+                    &format!("n_000000000{k}"),
+                    10 + i64::try_from(k).unwrap_or(i64::MAX),
+                ),
                 at(t, k),
             );
             c.child_deleted(id, "/e/flap", &format!("n_000000000{}", k - 1), at(t, k));

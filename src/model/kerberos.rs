@@ -108,7 +108,7 @@ mod code {
 /// Classifies a GSSAPI failure by its minor status (a krb5 error code).
 pub fn classify(minor: u32, mode: Mode) -> Reason {
     // The minor status is the krb5 code's bit pattern.
-    match minor as i32 {
+    match minor.cast_signed() {
         code::C_PRINCIPAL_UNKNOWN => Reason::UnknownPrincipal,
         code::S_PRINCIPAL_UNKNOWN => Reason::UnknownService,
         code::PREAUTH_FAILED | code::BAD_INTEGRITY | code::KT_KVNONOTFOUND => Reason::WrongKeytab,

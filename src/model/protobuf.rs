@@ -153,7 +153,7 @@ pub(crate) mod tests {
         put_uint(&mut master, 3, 16010); // info_port
         let (id, salt) = (b"master:16000", [0x5a, 0x17, 0xc0, 0xff, 0xee, 1, 2, 3]);
         let mut data = vec![0xff];
-        data.extend_from_slice(&((id.len() + salt.len()) as i32).to_be_bytes());
+        data.extend_from_slice(&i32::try_from(id.len() + salt.len()).unwrap().to_be_bytes());
         data.extend_from_slice(id);
         data.extend_from_slice(&salt);
         data.extend_from_slice(b"PBUF");

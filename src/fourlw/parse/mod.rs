@@ -486,7 +486,7 @@ pub struct Dump {
 fn hex_session(s: &str) -> Option<i64> {
     u64::from_str_radix(s.trim().trim_start_matches("0x"), 16)
         .ok()
-        .map(|u| u as i64)
+        .map(u64::cast_signed)
 }
 
 /// Parses Java's `Date.toString()` (`Mon Nov 30 09:30:13 UTC 2026`) when the
@@ -502,7 +502,7 @@ fn parse_java_date(text: &str) -> Option<std::time::SystemTime> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let m = MONTHS.iter().position(|x| *x == month)? as i64 + 1;
+    let m = i64::try_from(MONTHS.iter().position(|x| *x == month)?).ok()? + 1;
     let (d, y): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
     let hms: Vec<i64> = time
         .split(':')

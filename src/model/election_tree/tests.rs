@@ -200,8 +200,8 @@ proptest::proptest! {
             let at = now(t, i as u64 + 1);
             match op {
                 Some(owner) if !present => {
-                    let incarnation = (owner, i as i64);
-                    tree.child_upserted("/", node("controller", owner, i as i64), at);
+                    let incarnation = (owner, i64::try_from(i).unwrap());
+                    tree.child_upserted("/", node("controller", owner, i64::try_from(i).unwrap()), at);
                     if last.is_some_and(|l| l != incarnation) {
                         switches += 1;
                     }
@@ -372,8 +372,16 @@ fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
     };
     // Flink's leader information: writeUTF(address), then the session UUID.
     let info = |address: &str| {
-        let mut d = vec![0xAC, 0xED, 0x00, 0x05, 0x77, (address.len() + 2) as u8, 0];
-        d.push(address.len() as u8);
+        let mut d = vec![
+            0xAC,
+            0xED,
+            0x00,
+            0x05,
+            0x77,
+            u8::try_from(address.len() + 2).unwrap(),
+            0,
+        ];
+        d.push(u8::try_from(address.len()).unwrap());
         d.extend_from_slice(address.as_bytes());
         d.extend_from_slice(b"sr\x00\x0ejava.util.UUID");
         d
