@@ -119,6 +119,10 @@ local names = {
     local server(expr) =
       'label_replace(label_replace(%s, "zk_host", "$1", "server", "(.*)"), "instance", "$1", "server", "(.*)")' % expr,
     local one(family, extra='') = 'max by (cluster, server%s) (%s{%s})' % [extra, family, c.selector],
+    // Each leader's epoch (srvr's zxid), 0 where srvr is not polled.
+    local leaders = 'max by (cluster, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
+    // The leaders of the newest epoch, one series each.
+    local newest = '(%(l)s == on (cluster) group_left max by (cluster) (%(l)s))' % { l: leaders },
     groups+: [
       {
         name: 'zookeeper-compat-exporters',
@@ -134,13 +138,20 @@ local names = {
           // and the old exporters' `sum(zk_server_leader) > 1` would page
           // for it. A member claiming an older epoch is
           // ZooKeeperMultipleLeaders' business.
-          { record: 'zk_server_leader', expr: server('(%(leaders)s == on (cluster) group_left max by (cluster) (%(leaders)s)) * 0 + 1 or max by (cluster, server) (zookeeper_up{%(selector)s}) * 0' % {
+          { record: 'zk_server_leader', expr: server('%(newest)s * 0 + 1 or max by (cluster, server) (zookeeper_up{%(selector)s}) * 0' % {
             selector: c.selector,
-            // Each leader's epoch (srvr's zxid), 0 where srvr is not polled.
-            leaders: 'max by (cluster, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
+            newest: newest,
           }) },
-          // carlpett: 1 with the current state as a label.
-          { record: 'zk_server_state', expr: server('max by (cluster, server, state) (zookeeper_server_state{%s} == 1)' % c.selector) },
+          // carlpett: 1 with the current state as a label. "leader" only
+          // for the leaders of the newest epoch, for the same reason as
+          // zk_server_leader: `count(zk_server_state{state="leader"}) > 1`
+          // stays quiet through a leader change read by several replicas.
+          // Through the change a member may read two states for a scrape
+          // (the new leader "follower" too, from the slower replica).
+          { record: 'zk_server_state', expr: server('max by (cluster, server, state) (zookeeper_server_state{%(s)s,state!="leader"} == 1) or (max by (cluster, server, state) (zookeeper_server_state{%(s)s,state="leader"} == 1) and on (cluster, server) %(newest)s)' % {
+            s: c.selector,
+            newest: newest,
+          }) },
           { record: 'zk_version', expr: server(one('zookeeper_server_info', ', version')) },
           // 3.4 calls the leader's learners followers.
           { record: 'zk_followers', expr: server('max by (cluster, server) (zookeeper_followers{%s} or zookeeper_learners{%s})' % [c.selector, c.selector]) },
