@@ -324,3 +324,97 @@ async fn two_replicas_push_one_alert_and_the_rule_stays_silent() {
     assert!(spoke.is_empty(), "the rule spoke too: {spoke:?}");
     stop(am);
 }
+
+/// The agent killed mid-alert and started again: Alertmanager keeps the
+/// pushed copy until its `endsAt` (four resends), and the new process
+/// would wait out the hold from its own first sight of the trouble. With
+/// a hold longer than that, the receiver got a resolution while the
+/// election was still masterless, then a second page. The new process
+/// reads back what Alertmanager has firing under its labels and carries
+/// it on at its first reading: one firing notification, one resolution
+/// when a candidate returns. (The first process holds 1 s only to get
+/// there quickly; the second holds longer than Alertmanager keeps the
+/// copy, as any hold over four resends does.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_restarted_mid_alert_carries_it_on_without_a_second_page() {
+    let zk = shared_server();
+    let base = unique_path("restarted");
+    let admin = client(&zk.address()).await;
+    let election = format!("{base}/bot_1");
+    mkdir(&admin, &election).await;
+    let device = client(&zk.address()).await;
+    candidate(&device, &election, "n_", b"device-a").await;
+
+    let hook = Receiver::start();
+    let dir = temp_dir("alertmanager-restarted");
+    let am_port = free_port();
+    let am = alertmanager(&dir, am_port, hook.port);
+    let config = |hold: &str| {
+        format!(
+            "{}[alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"{hold}\"\nresend_interval = \"3s\"\n",
+            cluster_config(
+                &zk.address(),
+                &format!("{base}/*"),
+                "four_letter_words = { enabled = false }"
+            )
+        )
+    };
+    let first = Exporter::start(&config("1s"));
+    first
+        .until("the master exported", T, |m| {
+            master_identity(m, &election).as_deref() == Some("device-a")
+        })
+        .await;
+    drop(device);
+    let statuses = || hook.statuses("ZooKeeperElectionNoMaster", &[("election", &election)]);
+    wait_for("the firing notification", T, || {
+        match statuses().as_slice() {
+            [one] if one == "firing" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+
+    // Killed, and started again at once with a 30 s hold; Alertmanager's
+    // copy ends 12 s after the last resend.
+    drop(first);
+    let killed = Instant::now();
+    let second = Exporter::start(&config("30s"));
+    let active = [("alertname", "ZooKeeperElectionNoMaster")];
+    second
+        .until("the alert carried on by the new process", T, |m| {
+            m.get("zookeeper_exporter_alerts_active", &active) == Some(1.0)
+        })
+        .await;
+    eprintln!(
+        "the new process carries the alert on {:?} after the old one was killed",
+        killed.elapsed()
+    );
+    // Past the old copy's end, with a resend and a group flush to spare:
+    // a resolution would have reached the receiver by now.
+    let past = Duration::from_secs(12 + 3 + 2);
+    tokio::time::sleep(past.saturating_sub(killed.elapsed())).await;
+    assert_eq!(
+        statuses(),
+        ["firing"],
+        "one page through the restart: {:#?}",
+        hook.all()
+    );
+    assert_eq!(
+        alerts_at(am_port, "ZooKeeperElectionNoMaster")
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A candidate returns: the one resolution.
+    let back = client(&zk.address()).await;
+    candidate(&back, &election, "n_", b"device-b").await;
+    wait_for("the resolution", T, || match statuses().as_slice() {
+        [_, two] if two == "resolved" => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(statuses(), ["firing", "resolved"], "{:#?}", hook.all());
+    drop(second);
+    stop(am);
+}

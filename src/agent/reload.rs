@@ -135,6 +135,7 @@ impl Running {
             let (stop, rx) = watch::channel(false);
             let fingerprint = alerting.fingerprint();
             let thresholds = crate::alerting::thresholds(&alerting);
+            let adopt = carried.is_none();
             let book = match carried {
                 Some(book) => book.retuned(thresholds),
                 None => Book::new(thresholds),
@@ -143,7 +144,14 @@ impl Running {
                 "alert pusher",
                 Ends::WhenStopped,
                 rx.clone(),
-                crate::alerting::run(alerting, self.clusters.clone(), self.push.clone(), rx, book),
+                crate::alerting::run(
+                    alerting,
+                    self.clusters.clone(),
+                    self.push.clone(),
+                    rx,
+                    book,
+                    adopt,
+                ),
             );
             Pusher {
                 fingerprint,

@@ -22,7 +22,7 @@ use tracing::{info, warn};
 
 use crate::api::alerts::{Context, PostableAlert};
 use crate::config::alerting::AlertingConfig;
-use crate::model::alerting::{Book, Changes, Kind, PushStats, Reading, Thresholds};
+use crate::model::alerting::{Book, Changes, Key, Kind, PushStats, Reading, Thresholds};
 use crate::model::{Roster, SharedCluster};
 use delivery::{Delivery, Done};
 
@@ -55,19 +55,39 @@ struct Pusher {
 
 /// Runs until `stop` turns true, then hands back what fires, so a pusher
 /// started by a reload carries on (resolving what clears) where this one
-/// stopped. `book` is built with `cfg`'s [`thresholds`].
+/// stopped. `book` is built with `cfg`'s [`thresholds`]. A new book (not
+/// carried from a pusher before) first takes in what Alertmanager already
+/// has firing under the agent's labels ([`Book::adopt`]).
 pub async fn run(
     cfg: AlertingConfig,
     clusters: Roster<SharedCluster>,
     stats: Arc<PushStats>,
     mut stop: watch::Receiver<bool>,
     book: Book,
+    adopt: bool,
 ) -> Book {
     let mut pusher = Pusher::new(cfg, stats, book);
+    // The read-back runs beside the ticks (an Alertmanager that hangs
+    // delays no decision) and is aborted with the pusher.
+    let mut reading_back = JoinSet::new();
+    if adopt {
+        let start = Instant::now();
+        let names: Vec<String> = clusters
+            .now()
+            .iter()
+            .map(|c| c.alert_reading(start).0)
+            .collect();
+        reading_back.spawn(read_back(pusher.cfg.clone(), names));
+    }
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
             _ = stop.wait_for(|s| *s) => return pusher.stop(),
+            Some(found) = reading_back.join_next(), if !reading_back.is_empty() => match found {
+                Ok(found) => pusher.adopt(found),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => {}
+            },
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
         let readings: Vec<(String, Reading, bool)> = clusters
@@ -81,6 +101,41 @@ pub async fn run(
         pusher.reap(now);
         pusher.send_due(now, wall);
     }
+}
+
+/// Reads back from every Alertmanager at once the alerts it holds with
+/// this agent's labels (one of `clusters`), and since when. One that fails
+/// is logged and passed over: for what only it had, the book then starts
+/// from nothing, as without this step.
+async fn read_back(cfg: Arc<AlertingConfig>, clusters: Vec<String>) -> Vec<(Key, Instant)> {
+    let names: Vec<&str> = Kind::ALL.iter().map(|k| k.alertname()).collect();
+    let asks = cfg.alertmanagers.iter().map(|target| {
+        let names = &names;
+        async move { (target, client::alerts(target, names).await) }
+    });
+    let answers = futures::future::join_all(asks).await;
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let mut found = Vec::new();
+    for (target, answer) in answers {
+        let own = answer
+            .map_err(|e| format!("{}: {}", e.reason, e.detail))
+            .and_then(|body| {
+                crate::api::alerts::own_alerts(&body, &cfg.external_labels, &clusters)
+            });
+        match own {
+            Ok(own) => found.extend(own),
+            Err(e) => {
+                warn!(alertmanager = %target.url, "cannot read back the alerts Alertmanager holds: {e}; any of this agent's alerts it has firing wait out their hold again");
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|(key, since)| {
+            let ago = wall.duration_since(since).unwrap_or_default();
+            (key, now.checked_sub(ago).unwrap_or(now))
+        })
+        .collect()
 }
 
 impl Pusher {
@@ -108,6 +163,18 @@ impl Pusher {
             book,
             lost_since: HashMap::new(),
             sends: JoinSet::new(),
+        }
+    }
+
+    /// Hands the book what Alertmanager has firing under this agent's
+    /// labels ([`read_back`]).
+    fn adopt(&mut self, found: Vec<(Key, Instant)>) {
+        self.book.adopt(found);
+        if self.book.adopted() > 0 {
+            info!(
+                alerts = self.book.adopted(),
+                "Alertmanager has alerts of this agent firing: each carries on at its cluster's first reading that still shows it"
+            );
         }
     }
 

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::rfc3339_millis;
-use crate::model::alerting::{Firing, Key, fill};
+use super::{parse_rfc3339, rfc3339_millis};
+use crate::model::alerting::{Firing, Key, Kind, fill};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PostableAlert {
@@ -51,13 +51,7 @@ impl PostableAlert {
         ends: SystemTime,
     ) -> Self {
         let (kind, cluster, election) = key;
-        let mut labels = cx.external_labels.clone();
-        labels.insert("alertname".into(), kind.alertname().into());
-        labels.insert("severity".into(), kind.severity().into());
-        labels.insert("cluster".into(), cluster.clone());
-        if !election.is_empty() {
-            labels.insert("election".into(), election.clone());
-        }
+        let labels = labels_of(cx.external_labels, key);
         let (summary, description) = kind.texts();
         let starts = wall - now.saturating_duration_since(firing.since);
         let generator_url = cx.generator_url.map(|base| {
@@ -80,6 +74,73 @@ impl PostableAlert {
             starts_at: rfc3339_millis(starts),
         }
     }
+}
+
+/// The labels of `key`'s alert as the agent pushes it.
+fn labels_of(external: &BTreeMap<String, String>, key: &Key) -> BTreeMap<String, String> {
+    let (kind, cluster, election) = key;
+    let mut labels = external.clone();
+    labels.insert("alertname".into(), kind.alertname().into());
+    labels.insert("severity".into(), kind.severity().into());
+    labels.insert("cluster".into(), cluster.clone());
+    if !election.is_empty() {
+        labels.insert("election".into(), election.clone());
+    }
+    labels
+}
+
+/// The fields of Alertmanager's `gettableAlert` read back.
+#[derive(Debug, Deserialize)]
+struct GettableAlert {
+    labels: BTreeMap<String, String>,
+    #[serde(rename = "startsAt")]
+    starts_at: String,
+    status: AlertStatus,
+}
+
+#[derive(Debug, Deserialize)]
+struct AlertStatus {
+    state: String,
+}
+
+/// The alerts in `body` (`GET /api/v2/alerts`) that are this agent's own:
+/// active (suppressed or not yet processed too), with exactly the labels it would push for one of
+/// `clusters` under `external` labels, and since when. An alert of the
+/// same name but other labels (another deployment's, the rule's copy
+/// under Prometheus's external labels) is not.
+pub fn own_alerts(
+    body: &[u8],
+    external: &BTreeMap<String, String>,
+    clusters: &[String],
+) -> Result<Vec<(Key, SystemTime)>, String> {
+    let list: Vec<GettableAlert> = serde_json::from_slice(body)
+        .map_err(|e| format!("the alert list is not Alertmanager's JSON: {e}"))?;
+    let mut own = Vec::new();
+    for alert in list {
+        if !matches!(
+            alert.status.state.as_str(),
+            "active" | "suppressed" | "unprocessed"
+        ) {
+            continue;
+        }
+        let label = |name: &str| alert.labels.get(name).cloned().unwrap_or_default();
+        let Some(kind) = Kind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.alertname() == label("alertname"))
+        else {
+            continue;
+        };
+        let key = (kind, label("cluster"), label("election"));
+        if !clusters.contains(&key.1) || labels_of(external, &key) != alert.labels {
+            continue;
+        }
+        let Some(since) = parse_rfc3339(&alert.starts_at) else {
+            continue;
+        };
+        own.push((key, since));
+    }
+    Ok(own)
 }
 
 #[cfg(test)]
@@ -154,5 +215,53 @@ mod tests {
         let json = serde_json::to_value(PostableAlert::of(cx, &session, &firing, now, wall, ends))
             .unwrap();
         assert!(json.get("generatorURL").is_none() && json["labels"].get("election").is_none());
+    }
+
+    #[test]
+    fn the_alerts_read_back_are_only_this_agents_own() {
+        let external = BTreeMap::from([("region".to_owned(), "eu".to_owned())]);
+        let clusters = vec!["prod".to_owned()];
+        let body = br#"[
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b1", "region": "eu"},
+           "startsAt": "2026-12-04T13:00:00.250Z", "status": {"state": "active"}},
+          {"labels": {"alertname": "ZooKeeperExporterSessionDown", "severity": "critical", "cluster": "prod", "region": "eu"},
+           "startsAt": "2026-12-04T14:00:00.000+01:00", "status": {"state": "suppressed"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b2", "region": "eu", "prometheus": "p1"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "staging", "election": "/bots/b1", "region": "eu"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b3"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
+          {"labels": {"alertname": "SomethingElse", "cluster": "prod", "region": "eu"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b4", "region": "eu"},
+           "startsAt": "not a time", "status": {"state": "active"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b5", "region": "eu"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "unprocessed"}},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b6", "region": "eu"},
+           "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "resolved"}}
+        ]"#;
+        let own = own_alerts(body, &external, &clusters).unwrap();
+        let at = |t| humantime::parse_rfc3339(t).unwrap();
+        assert_eq!(
+            own,
+            vec![
+                (
+                    (Kind::NoMaster, "prod".to_owned(), "/bots/b1".to_owned()),
+                    at("2026-12-04T13:00:00.250Z")
+                ),
+                (
+                    (Kind::SessionDown, "prod".to_owned(), String::new()),
+                    at("2026-12-04T13:00:00Z")
+                ),
+                (
+                    (Kind::NoMaster, "prod".to_owned(), "/bots/b5".to_owned()),
+                    at("2026-12-04T13:00:00Z")
+                ),
+            ],
+            "other labels, another cluster, a wrong time or a state not active are not the agent's"
+        );
+        assert!(own_alerts(b"<html>", &external, &clusters).is_err());
+        assert!(own_alerts(b"[]", &external, &clusters).unwrap().is_empty());
     }
 }

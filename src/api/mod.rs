@@ -27,6 +27,31 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// An RFC 3339 time, `Z` or with a numeric offset (Alertmanager's, a
+/// user's `since`).
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    // The weak parser takes "…+01:00" as if it said "Z": the offset is
+    // read here.
+    if text.ends_with('Z') {
+        return humantime::parse_rfc3339(text).ok();
+    }
+    let cut = text.len().checked_sub(6)?;
+    let (base, offset) = (text.get(..cut)?, text.get(cut..)?);
+    let (sign, hh_mm) = offset.split_at_checked(1)?;
+    let (hours, minutes) = hh_mm.split_once(':')?;
+    if hours.len() != 2 || minutes.len() != 2 {
+        return None;
+    }
+    let secs = hours.parse::<u64>().ok()? * 3600 + minutes.parse::<u64>().ok()? * 60;
+    let local = humantime::parse_rfc3339_weak(base).ok()?;
+    let shift = std::time::Duration::from_secs(secs);
+    match sign {
+        "+" => local.checked_sub(shift),
+        "-" => local.checked_add(shift),
+        _ => None,
+    }
+}
+
 /// A wall-clock time as RFC 3339 to the second (the status page's).
 pub fn rfc3339_seconds(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
@@ -42,4 +67,31 @@ pub fn unix_seconds(t: SystemTime) -> f64 {
 #[derive(Debug, Clone, Serialize)]
 pub struct ErrorBody {
     pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_times_with_any_offset_are_read() {
+        let z = humantime::parse_rfc3339("2026-12-04T13:00:00Z").unwrap();
+        assert_eq!(parse_rfc3339("2026-12-04T13:00:00Z"), Some(z));
+        assert_eq!(parse_rfc3339("2026-12-04T15:30:00+02:30"), Some(z));
+        assert_eq!(parse_rfc3339("2026-12-04T08:00:00.000-05:00"), Some(z));
+        for bad in [
+            "",
+            "+01:00",
+            "2026-12-04T13:00:00+1:000",
+            "2026-12-04T13:00:00*01:00",
+            "2026-12-04T13:00:00+99999999999999999999:00",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+        // The fraction does not hide an offset.
+        assert_eq!(
+            parse_rfc3339("2026-12-04T14:00:00.5+01:00"),
+            Some(z + std::time::Duration::from_millis(500))
+        );
+    }
 }

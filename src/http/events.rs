@@ -20,7 +20,7 @@ const MAX_LIMIT: usize = 10_000;
 /// Every conversion is checked: a number a `SystemTime` cannot hold
 /// (`1e19`, `1e308`, `inf`) is no time at all, and the caller answers 400.
 fn parse_since(text: &str) -> Option<SystemTime> {
-    humantime::parse_rfc3339_weak(text).ok().or_else(|| {
+    crate::api::parse_rfc3339(text).or_else(|| {
         let secs: f64 = text.parse().ok()?;
         if secs < 0.0 {
             return None;

@@ -309,6 +309,10 @@ pub struct Book {
     regressions: BTreeMap<Key, (u64, Instant)>,
     /// Alerts that held but were left out past the cap.
     left_out: std::collections::BTreeSet<Key>,
+    /// Alerts Alertmanager already had firing when this book began (an
+    /// agent restarted mid-alert, another replica's), since when: each is
+    /// decided at its cluster's first fresh reading, see [`Book::adopt`].
+    adopted: BTreeMap<Key, Instant>,
 }
 
 impl Book {
@@ -319,7 +323,33 @@ impl Book {
             pending: BTreeMap::new(),
             regressions: BTreeMap::new(),
             left_out: Default::default(),
+            adopted: BTreeMap::new(),
         }
+    }
+
+    /// Takes in alerts Alertmanager already has firing with this agent's
+    /// labels, and since when. Without them a restarted agent would wait
+    /// out every hold again while Alertmanager's copy runs out (its
+    /// `endsAt` is four resends away): a resolution while the trouble
+    /// holds, then a second page. An adopted alert fires at once at its
+    /// cluster's first fresh reading if the reading still shows it (or
+    /// cannot judge it: a tree not yet listed, a lease source down), with
+    /// its old start; an epoch regression stays for its window from that
+    /// start, as the counter behind it began again with the process.
+    /// Otherwise it is forgotten, and Alertmanager lets its copy expire.
+    pub fn adopt(&mut self, alerts: impl IntoIterator<Item = (Key, Instant)>) {
+        for (key, since) in alerts {
+            if self.firing.contains_key(&key) {
+                continue;
+            }
+            let at = self.adopted.entry(key).or_insert(since);
+            *at = (*at).min(since);
+        }
+    }
+
+    /// How many adopted alerts are still to be decided.
+    pub fn adopted(&self) -> usize {
+        self.adopted.len()
     }
 
     /// The same alerts under new thresholds (a reload changed
@@ -352,15 +382,16 @@ impl Book {
         session_lost_since: Option<Instant>,
         now: Instant,
     ) -> (Changes, usize) {
-        let wanted = self.wanted(
+        let mut wanted = self.wanted(
             cluster,
             std::mem::take(&mut reading.conditions),
             session_lost_since,
             now,
         );
         let fresh = reading.fresh;
+        let at_once = self.decide_adopted(cluster, &mut wanted, &reading, now);
         let mut changes = Changes::default();
-        let left_out = self.admit(cluster, &wanted, now, &mut changes);
+        let left_out = self.admit(cluster, &wanted, &at_once, now, &mut changes);
         // Resolve what no longer holds, for this cluster; from a stale
         // reading only the session alert may change.
         let gone: Vec<Key> = self
@@ -421,12 +452,57 @@ impl Book {
         wanted
     }
 
+    /// Decides `cluster`'s adopted alerts (see [`Book::adopt`]): those to
+    /// fire at once go into `wanted` with their old start and are
+    /// returned. Election alerts wait for a fresh reading; the session's
+    /// is judged at every one.
+    fn decide_adopted(
+        &mut self,
+        cluster: &str,
+        wanted: &mut BTreeMap<Key, (Instant, u64, Option<Duration>)>,
+        reading: &Reading,
+        now: Instant,
+    ) -> std::collections::BTreeSet<Key> {
+        let mut at_once = std::collections::BTreeSet::new();
+        let mine: Vec<(Key, Instant)> = self
+            .adopted
+            .iter()
+            .filter(|(k, _)| k.1 == cluster && (reading.fresh || k.0 == Kind::SessionDown))
+            .map(|(k, at)| (k.clone(), *at))
+            .collect();
+        for (key, adopted_since) in mine {
+            let keep = if let Some(w) = wanted.get_mut(&key) {
+                w.0 = w.0.min(adopted_since);
+                false
+            } else if key.0 == Kind::EpochRegression {
+                let open = now.saturating_duration_since(adopted_since) <= REGRESSION_WINDOW;
+                if open {
+                    wanted.insert(key.clone(), (adopted_since, 1, None));
+                }
+                open
+            } else if key.0 != Kind::SessionDown && reading.holds_still(&key) {
+                wanted.insert(key.clone(), (adopted_since, 0, None));
+                false
+            } else {
+                self.adopted.remove(&key);
+                continue;
+            };
+            at_once.insert(key.clone());
+            if !keep {
+                self.adopted.remove(&key);
+            }
+        }
+        at_once
+    }
+
     /// Fires what has held its `for` (at most `max_alerts` per cluster;
     /// returns how many were newly left out), keeps the rest pending.
+    /// `at_once` fire without waiting: Alertmanager already had them.
     fn admit(
         &mut self,
         cluster: &str,
         wanted: &BTreeMap<Key, (Instant, u64, Option<Duration>)>,
+        at_once: &std::collections::BTreeSet<Key>,
         now: Instant,
         changes: &mut Changes,
     ) -> usize {
@@ -434,7 +510,8 @@ impl Book {
         let mut left_out = 0;
         let mut count = self.firing.keys().filter(|k| k.1 == cluster).count();
         for (key, (since, value, hold)) in wanted {
-            let held = now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(&t));
+            let held = at_once.contains(key)
+                || now.saturating_duration_since(*since) >= hold.unwrap_or(key.0.hold(&t));
             if let Some(f) = self.firing.get_mut(key) {
                 f.value = *value;
             } else if held {

@@ -256,3 +256,115 @@ fn a_lease_source_without_a_reading_fires_nothing_new() {
     let (changes, _) = book.update("c", blind, None, at(t0, 30));
     assert!(changes.fired.is_empty(), "the hold passed without evidence");
 }
+
+#[test]
+fn an_alert_alertmanager_had_firing_carries_on_at_the_first_fresh_reading_that_shows_it() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    // The previous process fired it at t0; this one starts at t0 + 60 s
+    // and sees the election masterless since its own first listing.
+    book.adopt([(key(Kind::NoMaster, "/e"), t0)]);
+    assert_eq!(book.adopted(), 1);
+    // Not connected yet: nothing is decided.
+    let (changes, _) = book.update("c", Reading::default(), Some(at(t0, 60)), at(t0, 60));
+    assert_eq!(changes, Changes::default());
+    assert_eq!(book.adopted(), 1, "still waiting for a reading");
+    // The first fresh reading still shows it: it fires at once, from
+    // its old start, although this process saw it for no time at all.
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![masterless("/e", at(t0, 61))]),
+        None,
+        at(t0, 61),
+    );
+    assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
+    assert_eq!(book.firing().next().unwrap().1.since, t0);
+    assert_eq!(book.adopted(), 0);
+    // And resolves as usual.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 62));
+    assert_eq!(changes.resolved.len(), 1);
+}
+
+#[test]
+fn an_adopted_alert_the_first_fresh_reading_does_not_show_is_forgotten() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    book.adopt([
+        (key(Kind::NoMaster, "/e"), t0),
+        (key(Kind::SessionDown, ""), t0),
+    ]);
+    // Connected, and a master: neither fires, and a later masterless
+    // spell waits out its hold like any other.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 60));
+    assert_eq!(changes, Changes::default());
+    assert_eq!(book.adopted(), 0);
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![masterless("/e", at(t0, 61))]),
+        None,
+        at(t0, 62),
+    );
+    assert!(changes.fired.is_empty(), "a new spell holds");
+    // Another cluster's adoption is left for that cluster.
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::NoMaster, "/e"), t0)]);
+    book.update("other", reading(vec![]), None, at(t0, 60));
+    assert_eq!(book.adopted(), 1);
+}
+
+#[test]
+fn an_adopted_alert_that_cannot_be_judged_yet_stays_firing() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    book.adopt([
+        (key(Kind::NoMaster, "/e"), t0),
+        (key(Kind::LeaseExpired, "/l"), t0),
+    ]);
+    // The tree is not listed yet; the lease source is down.
+    let mut r = reading(vec![]);
+    r.frozen.insert("/e".into());
+    r.lease_frozen.insert("/l".into());
+    let (mut changes, _) = book.update("c", r, None, at(t0, 60));
+    changes.fired.sort();
+    assert_eq!(changes.fired.len(), 2, "{changes:?}");
+    assert!(changes.resolved.is_empty());
+    // Judged later: what no longer holds resolves.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 70));
+    assert_eq!(changes.resolved.len(), 2);
+}
+
+#[test]
+fn an_adopted_session_alert_carries_on_while_the_session_is_still_lost() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::SessionDown, ""), t0)]);
+    let (changes, _) = book.update("c", Reading::default(), Some(at(t0, 60)), at(t0, 60));
+    assert_eq!(changes.fired, vec![key(Kind::SessionDown, "")]);
+    assert_eq!(book.firing().next().unwrap().1.since, t0);
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 61));
+    assert_eq!(changes.resolved.len(), 1);
+}
+
+#[test]
+fn an_adopted_epoch_regression_holds_its_window_from_its_start() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    let window = Kind::EpochRegression.window();
+    book.adopt([(key(Kind::EpochRegression, "/kafka/controller"), t0)]);
+    // The new process counts no regression (its counter began again).
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 60));
+    assert_eq!(
+        changes.fired,
+        vec![key(Kind::EpochRegression, "/kafka/controller")]
+    );
+    let (changes, _) = book.update("c", reading(vec![]), None, t0 + window);
+    assert_eq!(changes, Changes::default(), "still within its window");
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![]),
+        None,
+        t0 + window + Duration::from_secs(1),
+    );
+    assert_eq!(changes.resolved.len(), 1, "the window is over");
+    assert_eq!(book.adopted(), 0);
+}
