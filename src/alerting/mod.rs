@@ -34,6 +34,7 @@ pub fn thresholds(cfg: &AlertingConfig) -> Thresholds {
     Thresholds {
         no_master_for: cfg.no_master_for,
         session_lost_for: cfg.session_lost_for,
+        holds: Kind::ALL.map(|k| cfg.holds.get(&k).copied()),
         max_alerts: cfg.max_alerts,
     }
 }

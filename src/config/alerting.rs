@@ -12,6 +12,7 @@ use rustls::pki_types::pem::PemObject;
 use super::ConfigError;
 use super::raw::{RawAlerting, RawAlertmanager, RawAlertmanagerTable};
 use super::validate::{AT_LEAST_100MS, bounded_duration};
+use crate::model::alerting::Kind;
 
 /// Where the runbooks are published unless `runbook_url` says otherwise:
 /// the same address as the mixin's `_config.runbookURL` (a test holds the
@@ -29,6 +30,9 @@ pub struct AlertingConfig {
     pub no_master_for: Duration,
     /// The agent's own session lost this long is alerted.
     pub session_lost_for: Duration,
+    /// The `for:` of rules whose mixin `_config` changed it, so the agent
+    /// holds those alerts as long as the deployment's rules do.
+    pub holds: BTreeMap<Kind, Duration>,
     /// Added to every alert: set them as Prometheus's
     /// `global.external_labels`, or the two copies are not one alert.
     pub external_labels: BTreeMap<String, String>,
@@ -113,6 +117,7 @@ pub(super) fn validate_alerting(
         Duration::from_secs(30),
         &AT_LEAST_100MS,
     )?;
+    let holds = rule_holds(raw.holds.unwrap_or_default())?;
     let external_labels = raw.external_labels.unwrap_or_default();
     for name in external_labels.keys() {
         if !label_name_ok(name) || name == "alertname" || name == "severity" {
@@ -140,6 +145,7 @@ pub(super) fn validate_alerting(
         resend_interval,
         no_master_for,
         session_lost_for,
+        holds,
         external_labels,
         generator_url: raw.generator_url,
         runbook_url: raw
@@ -147,6 +153,56 @@ pub(super) fn validate_alerting(
             .unwrap_or_else(|| DEFAULT_RUNBOOK_URL.to_owned()),
         max_alerts: raw.max_alerts.unwrap_or(1000).max(1),
     }))
+}
+
+/// `holds`: alert name to its rule's `for:`. Only alerts whose hold is
+/// the rule's own are named here; the others have their key already, and a
+/// second one could only disagree with it.
+fn rule_holds(raw: BTreeMap<String, String>) -> Result<BTreeMap<Kind, Duration>, ConfigError> {
+    let mut holds = BTreeMap::new();
+    for (name, value) in raw {
+        let key = format!("alerting.holds.{name}");
+        let Some(kind) = Kind::ALL.into_iter().find(|k| k.alertname() == name) else {
+            let names: Vec<&str> = Kind::ALL
+                .into_iter()
+                .filter(|k| k.entry().hold.is_some() && own_key(*k).is_none())
+                .map(Kind::alertname)
+                .collect();
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "is not an alert the agent pushes with a `for:` of its rule; these are: {}",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if let Some(other) = own_key(kind) {
+            return Err(ConfigError::new(
+                key,
+                format!("is set by {other}: remove it here"),
+            ));
+        }
+        if kind.entry().hold.is_none() {
+            return Err(ConfigError::new(
+                key,
+                "judges a window, not a `for:`: it has no hold to set",
+            ));
+        }
+        let hold = bounded_duration(&key, Some(&value), Duration::ZERO, &AT_LEAST_100MS)?;
+        holds.insert(kind, hold);
+    }
+    Ok(holds)
+}
+
+/// Where an alert's hold is configured when not in `holds`.
+fn own_key(kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::NoMaster => Some("alerting.no_master_for (or an election set's no_master_for)"),
+        Kind::SessionDown => Some("alerting.session_lost_for"),
+        Kind::SplitBrain => Some("the election set's lease.split_brain_for"),
+        Kind::LeaseExpired => Some("the election set's lease.expired_for"),
+        _ => None,
+    }
 }
 
 fn target(key: &str, raw: RawAlertmanager) -> Result<AlertmanagerTarget, ConfigError> {
@@ -318,5 +374,44 @@ mod tests {
             let e = parse(text).unwrap_err();
             assert_eq!(e.key, key, "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn holds_name_the_alerts_whose_rule_has_its_own_for() {
+        let c = parse(
+            "alertmanagers = [\"http://am\"]\n\
+             holds = { ZooKeeperElectionDuplicateIdentity = \"15m\", ZooKeeperElectionGhostMaster = \"1m\" }\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.holds.get(&Kind::DuplicateIdentity),
+            Some(&Duration::from_secs(900))
+        );
+        assert_eq!(
+            c.holds.get(&Kind::GhostMaster),
+            Some(&Duration::from_secs(60))
+        );
+        assert_eq!(c.holds.get(&Kind::RecordDisagrees), None);
+        for (name, says) in [
+            ("ZooKeeperElectionNoMaster", "no_master_for"),
+            ("ZooKeeperExporterSessionDown", "session_lost_for"),
+            ("ZooKeeperElectionSplitBrain", "split_brain_for"),
+            ("ZooKeeperElectionMasterFlapping", "window"),
+            ("ZooKeeperElectionEpochRegression", "window"),
+            ("ZooKeeperElectionNoMastr", "ZooKeeperElectionGhostMaster"),
+        ] {
+            let e = parse(&format!(
+                "alertmanagers = [\"http://am\"]\nholds = {{ {name} = \"1m\" }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(e.key, format!("alerting.holds.{name}"));
+            assert!(e.to_string().contains(says), "{name}: {e}");
+        }
+        let e = parse(
+            "alertmanagers = [\"http://am\"]\nholds = { ZooKeeperElectionGhostMaster = \"forever\" }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "alerting.holds.ZooKeeperElectionGhostMaster");
     }
 }

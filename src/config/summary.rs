@@ -386,6 +386,14 @@ fn alerting(o: &mut String, a: &AlertingConfig) {
     if let Some(url) = &a.generator_url {
         let _ = writeln!(o, "generator_url = {}", q(url));
     }
+    if !a.holds.is_empty() {
+        let holds: Vec<String> = a
+            .holds
+            .iter()
+            .map(|(k, h)| format!("{} = {}", k.alertname(), d(*h)))
+            .collect();
+        let _ = writeln!(o, "holds = {{ {} }}", holds.join(", "));
+    }
 }
 
 fn target(t: &AlertmanagerTarget) -> String {

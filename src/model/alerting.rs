@@ -75,15 +75,15 @@ impl Kind {
 
     /// How long the condition must hold: the masterless, session and
     /// lease holds are configured (the lease ones per set, see
-    /// [`Condition::hold`]), the others are the rule's `for:`.
+    /// [`Condition::hold`]), the others are the rule's `for:` unless
+    /// `[alerting] holds` follows a mixin whose `_config` changed it.
     fn hold(self, t: &Thresholds) -> Duration {
         match self {
             Kind::NoMaster => t.no_master_for,
             Kind::SessionDown => t.session_lost_for,
-            _ => match self.entry().hold {
-                Some(hold) => hold,
-                None => Duration::ZERO,
-            },
+            _ => t.holds[self as usize]
+                .or(self.entry().hold)
+                .unwrap_or(Duration::ZERO),
         }
     }
 
@@ -138,6 +138,9 @@ const _: () = {
 pub struct Thresholds {
     pub no_master_for: Duration,
     pub session_lost_for: Duration,
+    /// The rule's `for:` as the deployment's mixin has it, where that
+    /// differs from the catalogue, by [`Kind`] index.
+    pub holds: [Option<Duration>; Kind::ALL.len()],
     /// Most alerts firing per cluster.
     pub max_alerts: usize,
 }

@@ -3,6 +3,7 @@ use super::*;
 const T: Thresholds = Thresholds {
     no_master_for: Duration::from_secs(5),
     session_lost_for: Duration::from_secs(30),
+    holds: [None; Kind::ALL.len()],
     max_alerts: 10,
 };
 
@@ -367,4 +368,33 @@ fn an_adopted_epoch_regression_holds_its_window_from_its_start() {
     );
     assert_eq!(changes.resolved.len(), 1, "the window is over");
     assert_eq!(book.adopted(), 0);
+}
+
+#[test]
+fn a_configured_hold_replaces_the_catalogues_for_its_alert_only() {
+    let t0 = Instant::now();
+    let mut holds = [None; Kind::ALL.len()];
+    holds[Kind::DuplicateIdentity as usize] = Some(Duration::from_secs(2));
+    let mut book = Book::new(Thresholds { holds, ..T });
+    let of = |kind| Condition {
+        kind,
+        election: "/e".into(),
+        since: None,
+        value: 2,
+        hold: None,
+    };
+    let both = || reading(vec![of(Kind::DuplicateIdentity), of(Kind::GhostMaster)]);
+    assert!(book.update("c", both(), None, t0).0.fired.is_empty());
+    assert!(book.update("c", both(), None, at(t0, 1)).0.fired.is_empty());
+    let (changes, _) = book.update("c", both(), None, at(t0, 2));
+    assert_eq!(changes.fired, vec![key(Kind::DuplicateIdentity, "/e")]);
+    // The ghost keeps the catalogue's 30 s.
+    assert!(
+        book.update("c", both(), None, at(t0, 29))
+            .0
+            .fired
+            .is_empty()
+    );
+    let (changes, _) = book.update("c", both(), None, at(t0, 30));
+    assert_eq!(changes.fired, vec![key(Kind::GhostMaster, "/e")]);
 }
