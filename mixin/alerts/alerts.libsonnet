@@ -56,11 +56,20 @@ local util = import '../lib/util.libsonnet';
     local fromLease = std.set(['ZooKeeperElectionSplitBrain', 'ZooKeeperElectionLeaseExpired']),
     local leaseHold(name) =
       ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) unless on (cluster, election) max by (cluster, election) (zookeeper_election_lease_state{%%(selector)s}) and on (cluster) min by (cluster) (zookeeper_lease_up{%%(selector)s}) == 0)' % name,
+    // A firing split brain also holds while the verdict is `unconfirmed`:
+    // an agent that has just started has not yet seen an election of the
+    // set agree, so it cannot confirm the split brain, but nothing shows
+    // that it ended (the other holder still renews), as the agent's own
+    // copy holds.
+    local unconfirmedHold(name) =
+      if name == 'ZooKeeperElectionSplitBrain' then
+        ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) and on (cluster, election) max by (cluster, election) (zookeeper_election_lease_state{%%(selector)s,state="unconfirmed"}) == 1)' % name
+      else '',
     // One voice: silent while an agent pushes for the ensemble.
     local oneVoice(name, expr) =
       if std.setMember(name, pushed) then
-        '(%s%s) unless on (cluster) group by (cluster) (zookeeper_exporter_alerts_active{%%(selector)s})'
-        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '']
+        '(%s%s%s) unless on (cluster) group by (cluster) (zookeeper_exporter_alerts_active{%%(selector)s})'
+        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '', unconfirmedHold(name)]
       else expr,
 
     local alert(name, severity, expr, summary, description) =

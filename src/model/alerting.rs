@@ -177,12 +177,19 @@ pub struct Reading {
     /// Elections whose lease source gives no reading now: their lease
     /// alerts are kept as they are (the others are judged as usual).
     pub lease_frozen: std::collections::BTreeSet<String>,
+    /// Elections whose lease another holder renews after the switch, in a
+    /// set not yet shown to name its lease holders as its candidates (the
+    /// agent has just started): no evidence that a split brain firing
+    /// there ended, and none that one began.
+    pub unconfirmed: std::collections::BTreeSet<String>,
 }
 
 impl Reading {
     /// Whether `key`'s alert must stay as it is.
     fn holds_still(&self, key: &Key) -> bool {
-        self.frozen.contains(&key.2) || (key.0.from_lease() && self.lease_frozen.contains(&key.2))
+        self.frozen.contains(&key.2)
+            || (key.0.from_lease() && self.lease_frozen.contains(&key.2))
+            || (key.0 == Kind::SplitBrain && self.unconfirmed.contains(&key.2))
     }
 }
 
@@ -200,6 +207,7 @@ impl ClusterState {
         let conditions = &mut reading.conditions;
         let mut lease_conditions = Vec::new();
         let mut lease_frozen = std::collections::BTreeSet::new();
+        let mut unconfirmed = std::collections::BTreeSet::new();
         for tree in &self.trees {
             if tree.source() == TreeSource::Discovered {
                 continue;
@@ -257,6 +265,10 @@ impl ClusterState {
                 let kind = match elections.lease_verdict(path, election) {
                     Some(Verdict::SplitBrain) => (Kind::SplitBrain, lease.split_brain_for),
                     Some(Verdict::Expired) => (Kind::LeaseExpired, lease.expired_for),
+                    Some(Verdict::Unconfirmed) => {
+                        unconfirmed.insert(path.to_owned());
+                        continue;
+                    }
                     Some(_) => continue,
                     // A master the last reading cannot judge (it took over
                     // after the reading, it is unnamed, its row unusable):
@@ -279,6 +291,7 @@ impl ClusterState {
         }
         reading.conditions.extend(lease_conditions);
         reading.lease_frozen = lease_frozen;
+        reading.unconfirmed = unconfirmed;
         reading
     }
 }

@@ -429,7 +429,7 @@ impl Drop for Database {
 }
 
 /// The application's heartbeat: `holder` renews `key` every 250 ms for
-/// `secs` seconds, until stopped.
+/// `secs` seconds, until stopped (through outages of the database).
 pub struct Renewer {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
@@ -441,13 +441,22 @@ impl Renewer {
         let dsn = db.app_dsn();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        // As an application's heartbeat does, it keeps trying through a
+        // database outage and writes again once the server is back.
         let task = tokio::spawn(async move {
-            let mut c = sqlx::AnyConnection::connect(&dsn).await.unwrap();
+            let mut conn: Option<sqlx::AnyConnection> = None;
             while !flag.load(Ordering::SeqCst) {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
+                if conn.is_none() {
+                    conn = sqlx::AnyConnection::connect(&dsn).await.ok();
+                }
+                if let Some(c) = conn.as_mut()
+                    && sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+                        .execute(c)
+                        .await
+                        .is_err()
+                {
+                    conn = None;
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         });

@@ -17,6 +17,7 @@ fn reading(conditions: Vec<Condition>) -> Reading {
         conditions,
         frozen: Default::default(),
         lease_frozen: Default::default(),
+        unconfirmed: Default::default(),
     }
 }
 
@@ -397,4 +398,52 @@ fn a_configured_hold_replaces_the_catalogues_for_its_alert_only() {
     );
     let (changes, _) = book.update("c", both(), None, at(t0, 30));
     assert_eq!(changes.fired, vec![key(Kind::GhostMaster, "/e")]);
+}
+
+#[test]
+fn an_unconfirmed_split_brain_holds_one_firing_and_starts_none() {
+    let t0 = Instant::now();
+    let split = |election: &str| Condition {
+        kind: Kind::SplitBrain,
+        election: election.into(),
+        since: None,
+        value: 0,
+        hold: Some(Duration::from_secs(2)),
+    };
+    let unconfirmed = |elections: &[&str]| {
+        let mut r = reading(vec![]);
+        r.unconfirmed = elections.iter().map(|e| e.to_string()).collect();
+        r
+    };
+    // A split brain fires, then the set cannot confirm it any more.
+    let mut book = Book::new(T);
+    book.update("c", reading(vec![split("/s")]), None, t0);
+    let (changes, _) = book.update("c", reading(vec![split("/s")]), None, at(t0, 2));
+    assert_eq!(changes.fired, vec![key(Kind::SplitBrain, "/s")]);
+    let (changes, _) = book.update("c", unconfirmed(&["/s"]), None, at(t0, 3));
+    assert_eq!(changes, Changes::default(), "no evidence that it ended");
+    // The lease then agrees: over.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 4));
+    assert_eq!(changes.resolved.len(), 1);
+
+    // Carried over a restart: adopted, and held while unconfirmed.
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::SplitBrain, "/s"), t0)]);
+    let (changes, _) = book.update("c", unconfirmed(&["/s"]), None, at(t0, 60));
+    assert_eq!(changes.fired, vec![key(Kind::SplitBrain, "/s")]);
+    assert_eq!(book.firing().next().unwrap().1.since, t0);
+
+    // Unconfirmed alone starts nothing, however long.
+    let mut book = Book::new(T);
+    for s in [0, 10, 100] {
+        let (changes, _) = book.update("c", unconfirmed(&["/s"]), None, at(t0, s));
+        assert!(changes.fired.is_empty());
+    }
+
+    // A lease-expired warning is not held by it: the table now shows
+    // another holder, not the master's expired lease.
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::LeaseExpired, "/s"), t0)]);
+    let (changes, _) = book.update("c", unconfirmed(&["/s"]), None, at(t0, 60));
+    assert!(changes.fired.is_empty(), "{changes:?}");
 }

@@ -181,3 +181,35 @@ fn a_set_whose_holders_never_matched_an_identity_never_judges_split_brain() {
         Some(Verdict::Unconfirmed)
     );
 }
+
+#[test]
+fn a_split_brain_seen_before_any_election_agreed_is_unconfirmed_and_held() {
+    use crate::model::lease::LeaseReading;
+    let (mut c, at) = leased(std::time::Duration::from_secs(1));
+    let id = c.trees[0].id();
+    let child = |name: &str, data: &str, owner| ChildNode {
+        name: name.into(),
+        data: data.as_bytes().to_vec(),
+        ephemeral_owner: owner,
+        ctime_ms: 1_000_000_000,
+    };
+    // As an agent started after the switch sees it: "b" leads, and "a"
+    // goes on writing its lease; no election of the set has agreed yet.
+    c.apply_listing(
+        id,
+        vec![("/b/bot".into(), vec![child("n_0000000002", "b", 2)])],
+        at(0),
+    );
+    let mut reading = LeaseReading::at(at(5));
+    reading.add(
+        Some(("bot".into(), false)),
+        Some("a".into()),
+        Some(5.0),
+        Some(0.2),
+    );
+    c.lease_succeeded(id, reading, at(5));
+    let r = c.alert_reading(at(5).mono);
+    assert!(r.conditions.is_empty(), "{r:?}");
+    assert!(r.unconfirmed.contains("/b/bot"), "{r:?}");
+    assert!(r.lease_frozen.is_empty());
+}

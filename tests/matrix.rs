@@ -1,0 +1,424 @@
+//! Every alert the agent pushes, through every routine disturbance of the
+//! stack that decides and delivers it, asserting the exact notifications
+//! an on-call engineer's receiver gets: one firing when the trouble starts,
+//! one resolution when it ends, nothing in between.
+//!
+//! One stack per test, shared by all alerts at once: Debian's ZooKeeper,
+//! the application's lease table in PostgreSQL, two agent replicas,
+//! Debian's Prometheus with the shipped rules (scraping through proxies, so
+//! its data can have a gap), Debian's Alertmanager and a webhook receiver.
+//! The troubles, each on its own election or cluster:
+//!
+//! - `ZooKeeperElectionNoMaster`: the only candidate leaves.
+//! - `ZooKeeperElectionDuplicateIdentity`: a second candidate registers
+//!   the master's identity.
+//! - `ZooKeeperElectionSplitBrain`: the master is cut off, ZooKeeper
+//!   elects the standby, and the old master goes on renewing its lease.
+//! - `ZooKeeperElectionLeaseExpired`: the master stops renewing behind a
+//!   live session.
+//! - `ZooKeeperExporterSessionDown`: the agents' link to a second cluster
+//!   is cut.
+//!
+//! Once they all fire, the stack is disturbed in turn, every time checking
+//! that nothing more reached the receiver: Prometheus loses its scrapes
+//! for 20 s, the agents' own ZooKeeper session to the first cluster is lost
+//! (and expires), the lease database goes down, both agents are killed
+//! with SIGKILL and started again, one replica stops for good. Then every
+//! trouble ends, and each alert must resolve once.
+//!
+//! Once with the agents pushing (the rules stay silent), once with
+//! Prometheus alone deciding (no `[alerting]`). The alerts judged over a
+//! window (flapping, epoch regression: ten minutes) and the ghost master
+//! (it lasts one session timeout) are left to their own tests.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::database::{Database, Engine, Renewer, lease};
+use common::program::{mixin_rules, prometheus, query};
+use common::receiver::{Receiver, hooked_alertmanager};
+use common::*;
+
+const T: Duration = Duration::from_secs(90);
+
+/// How long the receiver is watched for a notification that must not come:
+/// the agents resend every 3 s and Prometheus every second, Alertmanager
+/// flushes every second, and a pushed copy expires 12 s after its last
+/// resend, so any second voice or lost copy speaks within it.
+const QUIET: Duration = Duration::from_secs(17);
+
+/// Every alert the agent can push (docs/runbooks.md).
+const PUSHED: [&str; 9] = [
+    "ZooKeeperElectionNoMaster",
+    "ZooKeeperElectionGhostMaster",
+    "ZooKeeperElectionDuplicateIdentity",
+    "ZooKeeperElectionMasterFlapping",
+    "ZooKeeperElectionEpochRegression",
+    "ZooKeeperElectionRecordDisagrees",
+    "ZooKeeperElectionSplitBrain",
+    "ZooKeeperElectionLeaseExpired",
+    "ZooKeeperExporterSessionDown",
+];
+
+/// One alert as Alertmanager groups it: name, cluster, election.
+type Alert = (String, String, String);
+
+/// Every notification of a pushed alert the receiver got, as its statuses
+/// in order.
+fn notified(receiver: &Receiver) -> BTreeMap<Alert, Vec<String>> {
+    let mut got: BTreeMap<Alert, Vec<String>> = BTreeMap::new();
+    for n in receiver.all() {
+        let labels = &n["commonLabels"];
+        let name = labels["alertname"].as_str().unwrap_or_default();
+        if !PUSHED.contains(&name) {
+            continue;
+        }
+        let label = |k: &str| labels[k].as_str().unwrap_or_default().to_owned();
+        got.entry((name.to_owned(), label("cluster"), label("election")))
+            .or_default()
+            .push(n["status"].as_str().unwrap_or_default().to_owned());
+    }
+    got
+}
+
+fn expect(alerts: &[Alert], statuses: &[&str]) -> BTreeMap<Alert, Vec<String>> {
+    alerts
+        .iter()
+        .map(|a| (a.clone(), statuses.iter().map(|s| s.to_string()).collect()))
+        .collect()
+}
+
+async fn until_notified(receiver: &Receiver, what: &str, want: &BTreeMap<Alert, Vec<String>>) {
+    wait_for_async(what, T, || {
+        let got = notified(receiver);
+        if &got == want {
+            Ok(())
+        } else {
+            Err(format!("{got:#?}"))
+        }
+    })
+    .await;
+}
+
+/// After [`QUIET`], the receiver has got exactly `want`.
+async fn still_notified(receiver: &Receiver, after: &str, want: &BTreeMap<Alert, Vec<String>>) {
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        &notified(receiver),
+        want,
+        "{after}: every notification {:#?}",
+        receiver.all()
+    );
+}
+
+/// One agent replica on a port of its own, so that it can be killed and
+/// started again where Prometheus scrapes it.
+struct Replica {
+    port: u16,
+    config: PathBuf,
+    agent: Option<Exporter>,
+}
+
+impl Replica {
+    fn start(config: &str) -> Self {
+        let port = free_port();
+        let file = temp_dir("matrix-agent").join("config.toml");
+        std::fs::write(
+            &file,
+            format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{config}"),
+        )
+        .unwrap();
+        let mut replica = Self {
+            port,
+            config: file,
+            agent: None,
+        };
+        replica.run();
+        replica
+    }
+
+    fn run(&mut self) {
+        let args = vec!["--config".to_owned(), self.config.display().to_string()];
+        self.agent = Some(Exporter::spawn(&args, &[], self.port));
+    }
+
+    fn agent(&self) -> &Exporter {
+        self.agent.as_ref().expect("the replica runs")
+    }
+
+    /// SIGKILL, as a crash or an OOM kill ends it.
+    fn kill(&mut self) {
+        drop(self.agent.take());
+    }
+}
+
+async fn until_lease_agrees(agent: &Exporter, election: &str) {
+    agent
+        .until_values(
+            &format!("{election} agrees"),
+            T,
+            &[(
+                "zookeeper_election_lease_agrees",
+                &[("election", election)],
+                Some(1.0),
+            )],
+        )
+        .await;
+}
+
+async fn until_session(agent: &Exporter, cluster: &str, connected: f64) {
+    agent
+        .until_values(
+            &format!("the session to {cluster} at {connected}"),
+            T,
+            &[(
+                "zookeeper_session_state",
+                &[("cluster", cluster), ("state", "connected")],
+                Some(connected),
+            )],
+        )
+        .await;
+}
+
+async fn matrix(pushing: bool, tag: &str) {
+    let zk = shared_server();
+    let mut db = Database::start(Engine::Postgres).await;
+    db.create_lease_table("master_lease").await;
+    let receiver = Receiver::start();
+    let am = hooked_alertmanager(&format!("am-matrix-{tag}"), &receiver);
+    let base = unique_path(&format!("matrix_{tag}"));
+    let admin = client(&zk.address()).await;
+    let no_master = format!("{base}/plain/no_master");
+    let duplicate = format!("{base}/plain/duplicate");
+    let (bot_1, bot_2) = (
+        format!("{base}/leased/bot_1"),
+        format!("{base}/leased/bot_2"),
+    );
+    for path in [&no_master, &duplicate, &bot_1, &bot_2] {
+        mkdir(&admin, path).await;
+    }
+    mkdir(&admin, &format!("{base}/blind")).await;
+
+    // The agents reach the first cluster through a link that can be lost,
+    // the second through one that is cut for the session alert.
+    let link = Proxy::start(zk.address()).await;
+    let blind = Proxy::start(zk.address()).await;
+    let alerting = if pushing {
+        format!(
+            "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"3s\"\n\
+             no_master_for = \"2s\"\nsession_lost_for = \"2s\"\n\
+             holds = {{ ZooKeeperElectionDuplicateIdentity = \"2s\" }}\n",
+            am.port
+        )
+    } else {
+        String::new()
+    };
+    let config = format!(
+        "{alerting}[[clusters]]\nname = \"matrix\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
+         [clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"{base}/plain/*\"\n\
+         [[clusters.elections]]\npath = \"{base}/leased/*\"\n{}\n\
+         [[clusters]]\nname = \"matrix-blind\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
+         [clusters.four_letter_words]\nenabled = false\n\
+         [[clusters.elections]]\npath = \"{base}/blind/*\"\n",
+        link.address(),
+        lease(
+            &db,
+            "master_lease",
+            ", split_brain_for = \"2s\", expired_for = \"2s\""
+        ),
+        blind.address(),
+    );
+    let mut replicas = vec![Replica::start(&config), Replica::start(&config)];
+    let mut scrapes = Vec::new();
+    for r in &replicas {
+        scrapes.push(Proxy::start(format!("127.0.0.1:{}", r.port)).await);
+    }
+    let targets: Vec<u16> = scrapes.iter().map(|p| p.port).collect();
+    // The shipped rules on the test's time scale: every `for` 2 s (the
+    // agents' holds above), a gap in the agents' series ridden out 30 s.
+    let rules = mixin_rules("agentGap: '30s',", "2s");
+    let prom = prometheus(
+        &format!("prometheus-matrix-{tag}"),
+        &rules,
+        "1s",
+        am.port,
+        &targets,
+    );
+
+    // Everything healthy.
+    let lone = client(&zk.address()).await;
+    candidate(&lone, &no_master, "n_", b"inst-n").await;
+    let dup_1 = client(&zk.address()).await;
+    candidate(&dup_1, &duplicate, "n_", b"inst-d").await;
+    let a_link = Proxy::start(zk.address()).await;
+    let a = abandonable_client(&a_link.address(), Duration::from_secs(4)).await;
+    candidate(&a, &bot_1, "n_", b"inst-a").await;
+    let b = client(&zk.address()).await;
+    candidate(&b, &bot_1, "n_", b"inst-b").await;
+    // inst-a's lease outlasts the database outage below, so the split
+    // brain is still on record when the database is back.
+    let renew_a = Renewer::start(&db, "bot_1", "inst-a", 30.0);
+    let x = client(&zk.address()).await;
+    candidate(&x, &bot_2, "n_", b"inst-x").await;
+    let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
+    for r in &replicas {
+        until_lease_agrees(r.agent(), &bot_1).await;
+        until_lease_agrees(r.agent(), &bot_2).await;
+        until_session(r.agent(), "matrix-blind", 1.0).await;
+    }
+    assert_eq!(
+        notified(&receiver),
+        BTreeMap::new(),
+        "healthy, nothing pages"
+    );
+
+    // Start: every trouble at once.
+    let troubles: Vec<Alert> = [
+        ("ZooKeeperElectionNoMaster", "matrix", &*no_master),
+        ("ZooKeeperElectionDuplicateIdentity", "matrix", &duplicate),
+        ("ZooKeeperElectionSplitBrain", "matrix", &bot_1),
+        ("ZooKeeperElectionLeaseExpired", "matrix", &bot_2),
+        ("ZooKeeperExporterSessionDown", "matrix-blind", ""),
+    ]
+    .iter()
+    .map(|(n, c, e)| (n.to_string(), c.to_string(), e.to_string()))
+    .collect();
+    drop(lone);
+    let dup_2 = client(&zk.address()).await;
+    candidate(&dup_2, &duplicate, "n_", b"inst-d").await;
+    a_link.cut();
+    renew_x.stop().await;
+    blind.cut();
+    let firing = expect(&troubles, &["firing"]);
+    until_notified(&receiver, "every trouble notified once", &firing).await;
+    still_notified(&receiver, "every alert firing", &firing).await;
+
+    // Prometheus's data has a gap.
+    for s in &scrapes {
+        s.cut();
+    }
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    for s in &scrapes {
+        s.restore();
+    }
+    still_notified(&receiver, "a 20 s gap in the scrapes", &firing).await;
+
+    // The agents' session to the first cluster is lost and expires: for
+    // the time of it they are blind there, and say so, once.
+    link.cut();
+    let lost = (
+        "ZooKeeperExporterSessionDown".to_owned(),
+        "matrix".to_owned(),
+        String::new(),
+    );
+    let mut blinded = firing.clone();
+    blinded.insert(lost.clone(), vec!["firing".to_owned()]);
+    until_notified(&receiver, "the lost session notified", &blinded).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    link.restore();
+    for r in &replicas {
+        until_session(r.agent(), "matrix", 1.0).await;
+    }
+    blinded.insert(
+        lost.clone(),
+        vec!["firing".to_owned(), "resolved".to_owned()],
+    );
+    until_notified(&receiver, "the session back", &blinded).await;
+    still_notified(&receiver, "the session lost and expired", &blinded).await;
+
+    // The lease database goes down and comes back.
+    db.kill();
+    for r in &replicas {
+        r.agent()
+            .until_values(
+                "the lease source failing",
+                T,
+                &[("zookeeper_lease_up", &[], Some(0.0))],
+            )
+            .await;
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    db.restart().await;
+    for r in &replicas {
+        r.agent()
+            .until_values(
+                "the lease source back",
+                T,
+                &[("zookeeper_lease_up", &[], Some(1.0))],
+            )
+            .await;
+    }
+    still_notified(&receiver, "the lease database down for 10 s", &blinded).await;
+
+    // Both agents crash and are started again.
+    let killed = Instant::now();
+    for r in &mut replicas {
+        r.kill();
+    }
+    for r in &mut replicas {
+        r.run();
+    }
+    eprintln!(
+        "both agents started again {:?} after the kill",
+        killed.elapsed()
+    );
+    for r in &replicas {
+        until_session(r.agent(), "matrix", 1.0).await;
+    }
+    still_notified(&receiver, "both agents restarted", &blinded).await;
+
+    // One replica stops for good.
+    let mut gone = replicas.remove(1);
+    gone.kill();
+    still_notified(&receiver, "one replica gone", &blinded).await;
+
+    // Every trouble ends.
+    let back = client(&zk.address()).await;
+    candidate(&back, &no_master, "n_", b"inst-n2").await;
+    drop(dup_2);
+    renew_a.stop().await;
+    let renew_b = Renewer::start(&db, "bot_1", "inst-b", 3.0);
+    let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
+    blind.restore();
+    let mut over = expect(&troubles, &["firing", "resolved"]);
+    over.insert(lost, vec!["firing".to_owned(), "resolved".to_owned()]);
+    until_notified(&receiver, "every trouble resolved once", &over).await;
+    still_notified(&receiver, "every trouble over", &over).await;
+
+    // Pushing, the rules of the pushed alerts never spoke; alone, they did.
+    let spoke = query(
+        &prom,
+        &format!(
+            "max_over_time(ALERTS{{alertname=~\"{}\"}}[15m])",
+            PUSHED.join("|")
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        spoke.is_empty(),
+        pushing,
+        "the rules' own alerts while {}: {spoke:?}",
+        if pushing {
+            "the agents push"
+        } else {
+            "Prometheus alone decides"
+        }
+    );
+    renew_b.stop().await;
+    renew_x.stop().await;
+    drop((a, b, x, dup_1, back, admin));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_pushed_alert_notifies_once_through_every_disturbance_with_two_replicas_pushing() {
+    matrix(true, "pushing").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_pushed_alert_notifies_once_through_every_disturbance_with_prometheus_alone() {
+    matrix(false, "alone").await;
+}
