@@ -12,6 +12,8 @@
 //! - `ZooKeeperElectionNoMaster`: the only candidate leaves.
 //! - `ZooKeeperElectionDuplicateIdentity`: a second candidate registers
 //!   the master's identity.
+//! - `ZooKeeperElectionRecordDisagrees`: the record beside a lock node
+//!   names someone other than the lock's owner.
 //! - `ZooKeeperElectionSplitBrain`: the master is cut off, ZooKeeper
 //!   elects the standby, and the old master goes on renewing its lease.
 //! - `ZooKeeperElectionLeaseExpired`: the master stops renewing behind a
@@ -41,6 +43,7 @@ use common::database::{Database, Engine, Renewer, lease};
 use common::program::{mixin_rules, prometheus, query};
 use common::receiver::{Receiver, hooked_alertmanager};
 use common::*;
+use zookeeper_client::{Acls, CreateMode};
 
 const T: Duration = Duration::from_secs(90);
 
@@ -201,6 +204,16 @@ async fn matrix(pushing: bool, tag: &str) {
         mkdir(&admin, path).await;
     }
     mkdir(&admin, &format!("{base}/blind")).await;
+    let (lock, crumb) = (format!("{base}/rec/lock"), format!("{base}/rec/crumb"));
+    mkdir(&admin, &format!("{base}/rec")).await;
+    admin
+        .create(
+            &crumb,
+            b"inst-r",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
 
     // The agents reach the first cluster through a link that can be lost,
     // the second through one that is cut for the session alert.
@@ -210,7 +223,7 @@ async fn matrix(pushing: bool, tag: &str) {
         format!(
             "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"3s\"\n\
              no_master_for = \"2s\"\nsession_lost_for = \"2s\"\n\
-             holds = {{ ZooKeeperElectionDuplicateIdentity = \"2s\" }}\n",
+             holds = {{ ZooKeeperElectionDuplicateIdentity = \"2s\", ZooKeeperElectionRecordDisagrees = \"2s\" }}\n",
             am.port
         )
     } else {
@@ -220,6 +233,8 @@ async fn matrix(pushing: bool, tag: &str) {
         "{alerting}[[clusters]]\nname = \"matrix\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
          [clusters.four_letter_words]\nenabled = false\n\
          [[clusters.elections]]\npath = \"{base}/plain/*\"\n\
+         [[clusters.elections]]\npath = \"{base}/rec/lock\"\nstyle = \"node\"\n\
+         record = {{ path = \"{base}/rec/crumb\", identity = \"data\" }}\n\
          [[clusters.elections]]\npath = \"{base}/leased/*\"\n{}\n\
          [[clusters]]\nname = \"matrix-blind\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
          [clusters.four_letter_words]\nenabled = false\n\
@@ -265,7 +280,27 @@ async fn matrix(pushing: bool, tag: &str) {
     let x = client(&zk.address()).await;
     candidate(&x, &bot_2, "n_", b"inst-x").await;
     let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
+    let owner = client(&zk.address()).await;
+    owner
+        .create(
+            &lock,
+            b"inst-r",
+            &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
     for r in &replicas {
+        r.agent()
+            .until_values(
+                "the record agrees",
+                T,
+                &[(
+                    "zookeeper_election_record_agrees",
+                    &[("election", &*lock)],
+                    Some(1.0),
+                )],
+            )
+            .await;
         until_lease_agrees(r.agent(), &bot_1).await;
         until_lease_agrees(r.agent(), &bot_2).await;
         until_session(r.agent(), "matrix-blind", 1.0).await;
@@ -280,6 +315,7 @@ async fn matrix(pushing: bool, tag: &str) {
     let troubles: Vec<Alert> = [
         ("ZooKeeperElectionNoMaster", "matrix", &*no_master),
         ("ZooKeeperElectionDuplicateIdentity", "matrix", &duplicate),
+        ("ZooKeeperElectionRecordDisagrees", "matrix", &lock),
         ("ZooKeeperElectionSplitBrain", "matrix", &bot_1),
         ("ZooKeeperElectionLeaseExpired", "matrix", &bot_2),
         ("ZooKeeperExporterSessionDown", "matrix-blind", ""),
@@ -290,6 +326,7 @@ async fn matrix(pushing: bool, tag: &str) {
     drop(lone);
     let dup_2 = client(&zk.address()).await;
     candidate(&dup_2, &duplicate, "n_", b"inst-d").await;
+    admin.set_data(&crumb, b"inst-old", None).await.unwrap();
     a_link.cut();
     renew_x.stop().await;
     blind.cut();
@@ -380,6 +417,7 @@ async fn matrix(pushing: bool, tag: &str) {
     let back = client(&zk.address()).await;
     candidate(&back, &no_master, "n_", b"inst-n2").await;
     drop(dup_2);
+    admin.set_data(&crumb, b"inst-r", None).await.unwrap();
     renew_a.stop().await;
     let renew_b = Renewer::start(&db, "bot_1", "inst-b", 3.0);
     let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
@@ -410,7 +448,7 @@ async fn matrix(pushing: bool, tag: &str) {
     );
     renew_b.stop().await;
     renew_x.stop().await;
-    drop((a, b, x, dup_1, back, admin));
+    drop((a, b, x, dup_1, back, owner, admin));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
