@@ -215,6 +215,33 @@ async fn matrix(pushing: bool, tag: &str) {
         .await
         .unwrap();
 
+    // Everything healthy before the agents start, so that no election is
+    // without its master for longer than a hold while the test sets up.
+    let lone = client(&zk.address()).await;
+    candidate(&lone, &no_master, "n_", b"inst-n").await;
+    let dup_1 = client(&zk.address()).await;
+    candidate(&dup_1, &duplicate, "n_", b"inst-d").await;
+    let a_link = Proxy::start(zk.address()).await;
+    let a = abandonable_client(&a_link.address(), Duration::from_secs(4)).await;
+    candidate(&a, &bot_1, "n_", b"inst-a").await;
+    let b = client(&zk.address()).await;
+    candidate(&b, &bot_1, "n_", b"inst-b").await;
+    // inst-a's lease outlasts the database outage below, so the split
+    // brain is still on record when the database is back.
+    let renew_a = Renewer::start(&db, "bot_1", "inst-a", 30.0);
+    let x = client(&zk.address()).await;
+    candidate(&x, &bot_2, "n_", b"inst-x").await;
+    let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
+    let owner = client(&zk.address()).await;
+    owner
+        .create(
+            &lock,
+            b"inst-r",
+            &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+
     // The agents reach the first cluster through a link that can be lost,
     // the second through one that is cut for the session alert.
     let link = Proxy::start(zk.address()).await;
@@ -265,30 +292,6 @@ async fn matrix(pushing: bool, tag: &str) {
     );
 
     // Everything healthy.
-    let lone = client(&zk.address()).await;
-    candidate(&lone, &no_master, "n_", b"inst-n").await;
-    let dup_1 = client(&zk.address()).await;
-    candidate(&dup_1, &duplicate, "n_", b"inst-d").await;
-    let a_link = Proxy::start(zk.address()).await;
-    let a = abandonable_client(&a_link.address(), Duration::from_secs(4)).await;
-    candidate(&a, &bot_1, "n_", b"inst-a").await;
-    let b = client(&zk.address()).await;
-    candidate(&b, &bot_1, "n_", b"inst-b").await;
-    // inst-a's lease outlasts the database outage below, so the split
-    // brain is still on record when the database is back.
-    let renew_a = Renewer::start(&db, "bot_1", "inst-a", 30.0);
-    let x = client(&zk.address()).await;
-    candidate(&x, &bot_2, "n_", b"inst-x").await;
-    let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
-    let owner = client(&zk.address()).await;
-    owner
-        .create(
-            &lock,
-            b"inst-r",
-            &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
     for r in &replicas {
         r.agent()
             .until_values(
