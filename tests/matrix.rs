@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::database::{Database, Engine, Renewer, lease};
+use common::database::{Database, Engine, Renewer, lease, until_lease_agrees};
 use common::program::{mixin_rules, prometheus, query};
 use common::receiver::{Receiver, hooked_alertmanager};
 use common::*;
@@ -156,20 +156,6 @@ impl Replica {
     fn kill(&mut self) {
         drop(self.agent.take());
     }
-}
-
-async fn until_lease_agrees(agent: &Exporter, election: &str) {
-    agent
-        .until_values(
-            &format!("{election} agrees"),
-            T,
-            &[(
-                "zookeeper_election_lease_agrees",
-                &[("election", election)],
-                Some(1.0),
-            )],
-        )
-        .await;
 }
 
 async fn until_session(agent: &Exporter, cluster: &str, connected: f64) {
@@ -304,8 +290,8 @@ async fn matrix(pushing: bool, tag: &str) {
                 )],
             )
             .await;
-        until_lease_agrees(r.agent(), &bot_1).await;
-        until_lease_agrees(r.agent(), &bot_2).await;
+        until_lease_agrees(r.agent(), &bot_1, T).await;
+        until_lease_agrees(r.agent(), &bot_2, T).await;
         until_session(r.agent(), "matrix-blind", 1.0).await;
     }
     assert_eq!(

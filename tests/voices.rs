@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::database::{Database, Engine, Renewer, lease};
+use common::database::{Database, Engine, Renewer, lease, until_lease_agrees};
 use common::program::{mixin_rules, prometheus, query};
 use common::receiver::{Receiver, hooked_alertmanager};
 use common::*;
@@ -42,20 +42,6 @@ async fn until_notified(receiver: &Receiver, alert: &str, election: &str, want: 
         },
     )
     .await;
-}
-
-async fn until_agrees(agent: &Exporter, election: &str) {
-    agent
-        .until_values(
-            &format!("{election} agrees"),
-            T,
-            &[(
-                "zookeeper_election_lease_agrees",
-                &[("election", election)],
-                Some(1.0),
-            )],
-        )
-        .await;
 }
 
 /// After [`QUIET`], the notifications of `alert` for `election` are still
@@ -128,7 +114,7 @@ async fn scenario(pushing: bool, tag: &str) {
     candidate(&x, &bot_2, "n_", b"inst-x").await;
     let renew_x = Renewer::start(&db, "bot_2", "inst-x", 3.0);
     for r in &replicas {
-        until_agrees(r, &bot_2).await;
+        until_lease_agrees(r, &bot_2, T).await;
     }
 
     // The lease expires behind a live session, then the database is down.
@@ -164,7 +150,7 @@ async fn scenario(pushing: bool, tag: &str) {
     candidate(&b, &bot_1, "n_", b"inst-b").await;
     let renew_a = Renewer::start(&db, "bot_1", "inst-a", 3.0);
     for r in &replicas {
-        until_agrees(r, &bot_1).await;
+        until_lease_agrees(r, &bot_1, T).await;
     }
     proxy.cut();
     until_notified(&receiver, SPLIT_BRAIN, &bot_1, &["firing"]).await;

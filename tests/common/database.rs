@@ -479,3 +479,19 @@ pub fn lease(db: &Database, table: &str, extra: &str) -> String {
         db.password_file.display()
     )
 }
+
+/// Waits until `agent` reads the lease table as agreeing with the master
+/// of `election`.
+pub async fn until_lease_agrees(agent: &super::Exporter, election: &str, within: Duration) {
+    agent
+        .until_values(
+            &format!("{election} agrees"),
+            within,
+            &[(
+                "zookeeper_election_lease_agrees",
+                &[("election", election)],
+                Some(1.0),
+            )],
+        )
+        .await;
+}
