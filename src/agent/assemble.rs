@@ -64,6 +64,9 @@ pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
     model.timeline = crate::model::timeline::Timeline::new(cluster.timeline_size);
     model.discovery = cluster.discovery.enabled.then(Default::default);
     model.probe = cluster.probe.is_some().then(Default::default);
+    // Known to run before its first round, so that what it has not judged
+    // yet is told apart from what it never judges.
+    model.ghost = cluster.ghost_check.enabled.then(Default::default);
     model.kerberos = cluster
         .auth
         .as_ref()

@@ -177,11 +177,13 @@ pub struct Reading {
     /// Elections whose lease source gives no reading now: their lease
     /// alerts are kept as they are (the others are judged as usual).
     pub lease_frozen: std::collections::BTreeSet<String>,
-    /// Elections whose lease another holder renews after the switch, in a
-    /// set not yet shown to name its lease holders as its candidates (the
-    /// agent has just started): no evidence that a split brain firing
-    /// there ended, and none that one began.
-    pub unconfirmed: std::collections::BTreeSet<String>,
+    /// Alerts (kind, election) the reading can neither confirm nor deny,
+    /// kept as they are and never started: a split brain in a set not yet
+    /// shown to name its lease holders as its candidates (`unconfirmed`,
+    /// the agent has just started), a ghost master whose session the ghost
+    /// check has not judged yet (no round since the start, or rounds that
+    /// cannot tell).
+    pub unjudged: std::collections::BTreeSet<(Kind, String)>,
 }
 
 impl Reading {
@@ -189,7 +191,7 @@ impl Reading {
     fn holds_still(&self, key: &Key) -> bool {
         self.frozen.contains(&key.2)
             || (key.0.from_lease() && self.lease_frozen.contains(&key.2))
-            || (key.0 == Kind::SplitBrain && self.unconfirmed.contains(&key.2))
+            || self.unjudged.contains(&(key.0, key.2.clone()))
     }
 }
 
@@ -207,7 +209,7 @@ impl ClusterState {
         let conditions = &mut reading.conditions;
         let mut lease_conditions = Vec::new();
         let mut lease_frozen = std::collections::BTreeSet::new();
-        let mut unconfirmed = std::collections::BTreeSet::new();
+        let mut unjudged = std::collections::BTreeSet::new();
         for tree in &self.trees {
             if tree.source() == TreeSource::Discovered {
                 continue;
@@ -235,6 +237,9 @@ impl ClusterState {
                 match self.state_of(elections, path, election, now) {
                     State::Masterless => push(Kind::NoMaster, election.masterless_since(), 0),
                     State::Ghost => push(Kind::GhostMaster, None, 0),
+                    _ if self.ghost_unjudged(election) => {
+                        unjudged.insert((Kind::GhostMaster, path.to_owned()));
+                    }
                     _ => {}
                 }
                 let duplicates = election.duplicate_identities();
@@ -266,7 +271,7 @@ impl ClusterState {
                     Some(Verdict::SplitBrain) => (Kind::SplitBrain, lease.split_brain_for),
                     Some(Verdict::Expired) => (Kind::LeaseExpired, lease.expired_for),
                     Some(Verdict::Unconfirmed) => {
-                        unconfirmed.insert(path.to_owned());
+                        unjudged.insert((Kind::SplitBrain, path.to_owned()));
                         continue;
                     }
                     Some(_) => continue,
@@ -291,7 +296,7 @@ impl ClusterState {
         }
         reading.conditions.extend(lease_conditions);
         reading.lease_frozen = lease_frozen;
-        reading.unconfirmed = unconfirmed;
+        reading.unjudged.extend(unjudged);
         reading
     }
 }

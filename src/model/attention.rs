@@ -105,6 +105,20 @@ impl ClusterState {
         master.owner != 0 && tracker.liveness(master.owner).is_some_and(|l| l.is_ghost())
     }
 
+    /// Whether the ghost check runs but cannot tell yet whether the
+    /// master's session is a ghost: no round has listed it since the agent
+    /// started (or since it became master), or the rounds cannot judge it.
+    pub fn ghost_unjudged(&self, election: &Election) -> bool {
+        let (Some(tracker), Some(master)) = (self.ghost.as_ref(), election.master()) else {
+            return false;
+        };
+        master.owner != 0
+            && matches!(
+                tracker.liveness(master.owner),
+                None | Some(crate::model::ghost::Liveness::Unknown(_))
+            )
+    }
+
     /// The state election `election` (at `path`) of `tree` is in at `now`.
     pub fn state_of(
         &self,

@@ -17,7 +17,7 @@ fn reading(conditions: Vec<Condition>) -> Reading {
         conditions,
         frozen: Default::default(),
         lease_frozen: Default::default(),
-        unconfirmed: Default::default(),
+        unjudged: Default::default(),
     }
 }
 
@@ -412,7 +412,10 @@ fn an_unconfirmed_split_brain_holds_one_firing_and_starts_none() {
     };
     let unconfirmed = |elections: &[&str]| {
         let mut r = reading(vec![]);
-        r.unconfirmed = elections.iter().map(|e| e.to_string()).collect();
+        r.unjudged = elections
+            .iter()
+            .map(|e| (Kind::SplitBrain, e.to_string()))
+            .collect();
         r
     };
     // A split brain fires, then the set cannot confirm it any more.
@@ -446,4 +449,31 @@ fn an_unconfirmed_split_brain_holds_one_firing_and_starts_none() {
     book.adopt([(key(Kind::LeaseExpired, "/s"), t0)]);
     let (changes, _) = book.update("c", unconfirmed(&["/s"]), None, at(t0, 60));
     assert!(changes.fired.is_empty(), "{changes:?}");
+}
+
+#[test]
+fn a_ghost_the_check_has_not_judged_yet_holds_one_firing_and_starts_none() {
+    let t0 = Instant::now();
+    let unjudged = || {
+        let mut r = reading(vec![]);
+        r.unjudged.insert((Kind::GhostMaster, "/g".into()));
+        r
+    };
+    // Carried over a restart, before the new process's first round.
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::GhostMaster, "/g"), t0)]);
+    let (changes, _) = book.update("c", unjudged(), None, at(t0, 60));
+    assert_eq!(changes.fired, vec![key(Kind::GhostMaster, "/g")]);
+    let (changes, _) = book.update("c", unjudged(), None, at(t0, 61));
+    assert_eq!(changes, Changes::default());
+    // The round shows the session live: over.
+    let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 62));
+    assert_eq!(changes.resolved.len(), 1);
+    // Unjudged alone never starts one, and holds no other alert.
+    let mut book = Book::new(T);
+    book.adopt([(key(Kind::NoMaster, "/g"), t0)]);
+    for s in [0, 30, 300] {
+        let (changes, _) = book.update("c", unjudged(), None, at(t0, s));
+        assert!(changes.fired.is_empty(), "{changes:?}");
+    }
 }

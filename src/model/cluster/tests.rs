@@ -210,6 +210,49 @@ fn a_split_brain_seen_before_any_election_agreed_is_unconfirmed_and_held() {
     c.lease_succeeded(id, reading, at(5));
     let r = c.alert_reading(at(5).mono);
     assert!(r.conditions.is_empty(), "{r:?}");
-    assert!(r.unconfirmed.contains("/b/bot"), "{r:?}");
+    let held = (
+        crate::model::alerting::Kind::SplitBrain,
+        "/b/bot".to_owned(),
+    );
+    assert!(r.unjudged.contains(&held), "{r:?}");
     assert!(r.lease_frozen.is_empty());
+}
+
+#[test]
+fn a_master_the_ghost_check_has_not_listed_yet_is_unjudged_not_live() {
+    use crate::model::alerting::Kind;
+    let mut c = ClusterState::new(
+        "c".into(),
+        vec![Tree::elections(
+            TreePattern::parse("/b/*").unwrap(),
+            crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
+        )],
+        true,
+    );
+    let t0 = Instant::now();
+    let now = crate::model::Now {
+        mono: t0,
+        wall: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000),
+    };
+    c.session_started(1, std::time::Duration::from_secs(10), now.wall);
+    let id = c.trees[0].id();
+    let child = ChildNode {
+        name: "n_0000000001".into(),
+        data: b"a".to_vec(),
+        ephemeral_owner: 7,
+        ctime_ms: 1_000_000_000,
+    };
+    c.apply_listing(id, vec![("/b/bot".into(), vec![child])], now);
+    // Without a ghost check, nothing to judge.
+    let r = c.alert_reading(t0);
+    assert!(r.unjudged.is_empty(), "{r:?}");
+    // With one that has not had its first round: held, not live.
+    c.ghost = Some(Default::default());
+    let r = c.alert_reading(t0);
+    assert!(r.conditions.is_empty(), "{r:?}");
+    assert!(
+        r.unjudged
+            .contains(&(Kind::GhostMaster, "/b/bot".to_owned())),
+        "{r:?}"
+    );
 }
