@@ -224,7 +224,12 @@ impl Pusher {
     /// Logs what fired and resolved and tells every Alertmanager.
     fn changed(&mut self, changes: &Changes, wall: SystemTime) {
         for key in &changes.fired {
-            info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert fired");
+            let (alert, cluster, election) = (key.0.alertname(), &key.1, &key.2);
+            if changes.carried.contains(key) {
+                info!(alert, %cluster, %election, "alert carried on from the previous process");
+            } else {
+                info!(alert, %cluster, %election, "alert fired");
+            }
         }
         for (key, _) in &changes.resolved {
             info!(alert = key.0.alertname(), cluster = %key.1, election = %key.2, "alert resolved");

@@ -158,6 +158,9 @@ pub struct Firing {
 #[derive(Debug, Default, PartialEq)]
 pub struct Changes {
     pub fired: Vec<Key>,
+    /// Those of `fired` that a previous process had pushed and this one
+    /// carries on (adopted, with their old start): no new trouble.
+    pub carried: Vec<Key>,
     pub resolved: Vec<(Key, Firing)>,
 }
 
@@ -395,6 +398,9 @@ impl Book {
                 };
                 self.firing.insert(key.clone(), firing);
                 changes.fired.push(key.clone());
+                if at_once.contains(key) {
+                    changes.carried.push(key.clone());
+                }
             } else {
                 self.pending.entry(key.clone()).or_insert(*since);
             }

@@ -280,11 +280,23 @@ fn an_alert_alertmanager_had_firing_carries_on_at_the_first_fresh_reading_that_s
         at(t0, 61),
     );
     assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
+    assert_eq!(changes.carried, changes.fired, "carried on, not new");
     assert_eq!(book.firing().next().unwrap().1.since, t0);
     assert_eq!(book.adopted(), 0);
     // And resolves as usual.
     let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 62));
     assert_eq!(changes.resolved.len(), 1);
+    // A trouble this process sees start fires as new.
+    let since = at(t0, 63);
+    book.update("c", reading(vec![masterless("/e", since)]), None, since);
+    let (changes, _) = book.update(
+        "c",
+        reading(vec![masterless("/e", since)]),
+        None,
+        at(t0, 200),
+    );
+    assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
+    assert!(changes.carried.is_empty(), "{changes:?}");
 }
 
 #[test]
