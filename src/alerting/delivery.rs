@@ -141,6 +141,7 @@ mod tests {
             no_master_for: Duration::from_secs(5),
             session_lost_for: Duration::from_secs(30),
             holds: [None; Kind::ALL.len()],
+            windows: [None; Kind::ALL.len()],
             max_alerts: 10,
         })
     }

@@ -35,6 +35,7 @@ pub fn thresholds(cfg: &AlertingConfig) -> Thresholds {
         no_master_for: cfg.no_master_for,
         session_lost_for: cfg.session_lost_for,
         holds: Kind::ALL.map(|k| cfg.holds.get(&k).copied()),
+        windows: Kind::ALL.map(|k| cfg.windows.get(&k).copied()),
         max_alerts: cfg.max_alerts,
     }
 }
@@ -76,7 +77,7 @@ pub async fn run(
         let names: Vec<String> = clusters
             .now()
             .iter()
-            .map(|c| c.alert_reading(start).0)
+            .map(|c| c.alert_reading(start, Kind::MasterFlapping.window()).0)
             .collect();
         reading_back.spawn(read_back(pusher.cfg.clone(), names));
     }
@@ -91,10 +92,11 @@ pub async fn run(
             },
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
+        let flap_window = Kind::MasterFlapping.window_in(&thresholds(&pusher.cfg));
         let readings: Vec<(String, Reading, bool)> = clusters
             .now()
             .iter()
-            .map(|c| c.alert_reading(now))
+            .map(|c| c.alert_reading(now, flap_window))
             .collect();
         let names: Vec<String> = readings.iter().map(|r| r.0.clone()).collect();
         pusher.read(readings, now, wall);

@@ -33,6 +33,10 @@ pub struct AlertingConfig {
     /// The `for:` of rules whose mixin `_config` changed it, so the agent
     /// holds those alerts as long as the deployment's rules do.
     pub holds: BTreeMap<Kind, Duration>,
+    /// The window of rules that judge one (flapping, epoch regressions)
+    /// whose mixin `_config` changed it, so the agent counts within the
+    /// same window as the deployment's rules.
+    pub windows: BTreeMap<Kind, Duration>,
     /// Added to every alert: set them as Prometheus's
     /// `global.external_labels`, or the two copies are not one alert.
     pub external_labels: BTreeMap<String, String>,
@@ -118,6 +122,7 @@ pub(super) fn validate_alerting(
         &AT_LEAST_100MS,
     )?;
     let holds = rule_holds(raw.holds.unwrap_or_default())?;
+    let windows = rule_windows(raw.windows.unwrap_or_default())?;
     let external_labels = raw.external_labels.unwrap_or_default();
     for name in external_labels.keys() {
         if !label_name_ok(name) || name == "alertname" || name == "severity" {
@@ -146,6 +151,7 @@ pub(super) fn validate_alerting(
         no_master_for,
         session_lost_for,
         holds,
+        windows,
         external_labels,
         generator_url: raw.generator_url,
         runbook_url: raw
@@ -185,13 +191,42 @@ fn rule_holds(raw: BTreeMap<String, String>) -> Result<BTreeMap<Kind, Duration>,
         if kind.entry().hold.is_none() {
             return Err(ConfigError::new(
                 key,
-                "judges a window, not a `for:`: it has no hold to set",
+                "judges a window, not a `for:`: its window goes in alerting.windows",
             ));
         }
         let hold = bounded_duration(&key, Some(&value), Duration::ZERO, &AT_LEAST_100MS)?;
         holds.insert(kind, hold);
     }
     Ok(holds)
+}
+
+/// `windows`: alert name to its rule's window. A window bounds how long
+/// an alert stays after its last evidence, so it is capped like any hold.
+fn rule_windows(raw: BTreeMap<String, String>) -> Result<BTreeMap<Kind, Duration>, ConfigError> {
+    let mut windows = BTreeMap::new();
+    for (name, value) in raw {
+        let key = format!("alerting.windows.{name}");
+        let Some(kind) = Kind::ALL
+            .into_iter()
+            .find(|k| k.alertname() == name && k.entry().window.is_some())
+        else {
+            let names: Vec<&str> = Kind::ALL
+                .into_iter()
+                .filter(|k| k.entry().window.is_some())
+                .map(Kind::alertname)
+                .collect();
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "is not an alert the agent pushes that judges a window; these are: {} (a `for:` goes in alerting.holds)",
+                    names.join(", ")
+                ),
+            ));
+        };
+        let window = bounded_duration(&key, Some(&value), Duration::ZERO, &AT_LEAST_100MS)?;
+        windows.insert(kind, window);
+    }
+    Ok(windows)
 }
 
 /// Where an alert's hold is configured when not in `holds`.
@@ -397,8 +432,8 @@ mod tests {
             ("ZooKeeperElectionNoMaster", "no_master_for"),
             ("ZooKeeperExporterSessionDown", "session_lost_for"),
             ("ZooKeeperElectionSplitBrain", "split_brain_for"),
-            ("ZooKeeperElectionMasterFlapping", "window"),
-            ("ZooKeeperElectionEpochRegression", "window"),
+            ("ZooKeeperElectionMasterFlapping", "alerting.windows"),
+            ("ZooKeeperElectionEpochRegression", "alerting.windows"),
             ("ZooKeeperElectionNoMastr", "ZooKeeperElectionGhostMaster"),
         ] {
             let e = parse(&format!(
@@ -413,5 +448,40 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key, "alerting.holds.ZooKeeperElectionGhostMaster");
+    }
+
+    #[test]
+    fn windows_name_the_alerts_that_judge_one() {
+        let c = parse(
+            "alertmanagers = [\"http://am\"]\n\
+             windows = { ZooKeeperElectionMasterFlapping = \"30m\", ZooKeeperElectionEpochRegression = \"1h\" }\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.windows.get(&Kind::MasterFlapping),
+            Some(&Duration::from_secs(1800))
+        );
+        assert_eq!(
+            c.windows.get(&Kind::EpochRegression),
+            Some(&Duration::from_secs(3600))
+        );
+        for (name, value, says) in [
+            ("ZooKeeperElectionGhostMaster", "1m", "alerting.holds"),
+            (
+                "ZooKeeperElectionFlapping",
+                "1m",
+                "ZooKeeperElectionMasterFlapping",
+            ),
+            ("ZooKeeperElectionMasterFlapping", "0s", "at least"),
+            ("ZooKeeperElectionEpochRegression", "400d", "366"),
+        ] {
+            let e = parse(&format!(
+                "alertmanagers = [\"http://am\"]\nwindows = {{ {name} = \"{value}\" }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(e.key, format!("alerting.windows.{name}"));
+            assert!(e.to_string().contains(says), "{name} = {value}: {e}");
+        }
     }
 }

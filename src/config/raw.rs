@@ -198,6 +198,7 @@ pub(super) struct RawAlerting {
     pub(super) no_master_for: Option<String>,
     pub(super) session_lost_for: Option<String>,
     pub(super) holds: Option<BTreeMap<String, String>>,
+    pub(super) windows: Option<BTreeMap<String, String>>,
     pub(super) external_labels: Option<BTreeMap<String, String>>,
     pub(super) generator_url: Option<String>,
     pub(super) runbook_url: Option<String>,

@@ -394,6 +394,14 @@ fn alerting(o: &mut String, a: &AlertingConfig) {
             .collect();
         let _ = writeln!(o, "holds = {{ {} }}", holds.join(", "));
     }
+    if !a.windows.is_empty() {
+        let windows: Vec<String> = a
+            .windows
+            .iter()
+            .map(|(k, w)| format!("{} = {}", k.alertname(), d(*w)))
+            .collect();
+        let _ = writeln!(o, "windows = {{ {} }}", windows.join(", "));
+    }
 }
 
 fn target(t: &AlertmanagerTarget) -> String {

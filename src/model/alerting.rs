@@ -82,7 +82,15 @@ impl Kind {
         }
     }
 
-    /// The window the rule judges within (flapping, epoch regressions).
+    /// The window the deployment's rule judges within: the catalogue's,
+    /// unless `[alerting] windows` follows a mixin whose `_config` changed
+    /// it.
+    pub fn window_in(self, t: &Thresholds) -> Duration {
+        t.windows[self as usize].unwrap_or_else(|| self.window())
+    }
+
+    /// The window the catalogue's rule judges within (flapping, epoch
+    /// regressions).
     pub const fn window(self) -> Duration {
         match self.entry().window {
             Some(w) => w,
@@ -139,6 +147,8 @@ pub struct Thresholds {
     /// The rule's `for:` as the deployment's mixin has it, where that
     /// differs from the catalogue, by [`Kind`] index.
     pub holds: [Option<Duration>; Kind::ALL.len()],
+    /// The rule's window likewise, for the alerts that judge one.
+    pub windows: [Option<Duration>; Kind::ALL.len()],
     /// Most alerts firing per cluster.
     pub max_alerts: usize,
 }
@@ -164,10 +174,6 @@ pub struct Changes {
     pub resolved: Vec<(Key, Firing)>,
 }
 
-/// How long an epoch regression stays alerted after the count grew, as
-/// the rule's `increase(...[window]) > 0`.
-const REGRESSION_WINDOW: Duration = Kind::EpochRegression.window();
-
 /// The alerts firing, and conditions waiting out their hold.
 #[derive(Debug)]
 pub struct Book {
@@ -182,6 +188,11 @@ pub struct Book {
     /// agent restarted mid-alert, another replica's), since when: each is
     /// decided at its cluster's first fresh reading, see [`Book::adopt`].
     adopted: BTreeMap<Key, Instant>,
+    /// Since when each cluster's readings are fresh without a break (the
+    /// first since the start, or since its session came back): what the
+    /// agent has watched of a window since then is all it knows of it, as
+    /// a new session lists the trees again.
+    first_fresh: BTreeMap<String, Instant>,
 }
 
 impl Book {
@@ -193,6 +204,7 @@ impl Book {
             regressions: BTreeMap::new(),
             left_out: Default::default(),
             adopted: BTreeMap::new(),
+            first_fresh: BTreeMap::new(),
         }
     }
 
@@ -203,9 +215,11 @@ impl Book {
     /// holds, then a second page. An adopted alert fires at once at its
     /// cluster's first fresh reading if the reading still shows it (or
     /// cannot judge it: a tree not yet listed, a lease source down), with
-    /// its old start; an epoch regression stays for its window from that
-    /// start, as the counter behind it began again with the process.
-    /// Otherwise it is forgotten, and Alertmanager lets its copy expire.
+    /// its old start. An alert judged over a window (flapping, an epoch
+    /// regression) holds until the agent has watched a whole window since
+    /// its first fresh reading: the switches and regressions behind it
+    /// were counted by the previous process, so a shorter look cannot show
+    /// it over. Otherwise it is forgotten, and Alertmanager lets its copy expire.
     pub fn adopt(&mut self, alerts: impl IntoIterator<Item = (Key, Instant)>) {
         for (key, since) in alerts {
             if self.firing.contains_key(&key) {
@@ -258,6 +272,12 @@ impl Book {
             now,
         );
         let fresh = reading.fresh;
+        if fresh {
+            self.first_fresh.entry(cluster.to_owned()).or_insert(now);
+        } else {
+            self.first_fresh.remove(cluster);
+        }
+        let watched = self.first_fresh.get(cluster).copied();
         let at_once = self.decide_adopted(cluster, &mut wanted, &reading, now);
         let mut changes = Changes::default();
         let left_out = self.admit(cluster, &wanted, &at_once, now, &mut changes);
@@ -268,6 +288,7 @@ impl Book {
             .keys()
             .filter(|k| k.1 == cluster && !wanted.contains_key(*k))
             .filter(|k| k.0 == Kind::SessionDown || (fresh && !reading.holds_still(k)))
+            .filter(|k| !self.window_unwatched(k, watched, now))
             .cloned()
             .collect();
         for key in gone {
@@ -285,9 +306,19 @@ impl Book {
         (changes, left_out)
     }
 
+    /// Whether `key` judges a window the agent has not watched whole since
+    /// `watched` (see `first_fresh`): flapping or a regression that fires
+    /// cannot be shown over by a shorter look, so it stays.
+    fn window_unwatched(&self, key: &Key, watched: Option<Instant>, now: Instant) -> bool {
+        matches!(key.0, Kind::EpochRegression | Kind::MasterFlapping)
+            && watched.is_none_or(|w| {
+                now.saturating_duration_since(w) < key.0.window_in(&self.thresholds)
+            })
+    }
+
     /// The alerts `cluster`'s reading asks for: key → (since when, value,
     /// the condition's own hold). An epoch regression is asked for while
-    /// its count grew within [`REGRESSION_WINDOW`].
+    /// its count grew within the rule's window.
     fn wanted(
         &mut self,
         cluster: &str,
@@ -307,7 +338,9 @@ impl Book {
                 if c.value > seen.0 {
                     *seen = (c.value, now);
                 }
-                if now.saturating_duration_since(seen.1) <= REGRESSION_WINDOW {
+                if now.saturating_duration_since(seen.1)
+                    <= Kind::EpochRegression.window_in(&self.thresholds)
+                {
                     let since = seen.1;
                     wanted.insert(key, (since, c.value, None));
                 }
@@ -343,8 +376,10 @@ impl Book {
             let keep = if let Some(w) = wanted.get_mut(&key) {
                 w.0 = w.0.min(adopted_since);
                 false
-            } else if key.0 == Kind::EpochRegression {
-                let open = now.saturating_duration_since(adopted_since) <= REGRESSION_WINDOW;
+            } else if matches!(key.0, Kind::EpochRegression | Kind::MasterFlapping) {
+                let watched = self.first_fresh.get(cluster).copied().unwrap_or(now);
+                let open =
+                    now.saturating_duration_since(watched) < key.0.window_in(&self.thresholds);
                 if open {
                     wanted.insert(key.clone(), (adopted_since, 1, None));
                 }

@@ -84,12 +84,17 @@ impl SharedCluster {
     // --- what the outputs read ---
 
     /// What the alert pusher reads at `now`: the cluster's name, its alert
-    /// conditions and whether its session is connected, under one lock.
-    pub fn alert_reading(&self, now: std::time::Instant) -> (String, Reading, bool) {
+    /// conditions (flapping within `flap_window`) and whether its session
+    /// is connected, under one lock.
+    pub fn alert_reading(
+        &self,
+        now: std::time::Instant,
+        flap_window: std::time::Duration,
+    ) -> (String, Reading, bool) {
         let g = self.read();
         (
             g.name.clone(),
-            g.alert_reading(now),
+            g.alert_reading(now, flap_window),
             g.session.is_connected(),
         )
     }

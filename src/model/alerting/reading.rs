@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::{Key, Kind};
 use crate::model::attention::State;
 use crate::model::cluster::ClusterState;
+use crate::model::election::FLAP_SWITCHES;
 use crate::model::lease::Verdict;
 use crate::model::tree::TreeSource;
 
@@ -58,9 +59,10 @@ impl Reading {
 }
 
 impl ClusterState {
-    /// The conditions of this cluster's configured elections at `now`.
+    /// The conditions of this cluster's configured elections at `now`,
+    /// flapping counted within `flap_window` (the deployment's rule's).
     /// Discovered elections never page (their rule twin excludes them).
-    pub fn alert_reading(&self, now: Instant) -> Reading {
+    pub fn alert_reading(&self, now: Instant, flap_window: Duration) -> Reading {
         let mut reading = Reading {
             fresh: self.session.is_connected(),
             ..Reading::default()
@@ -108,7 +110,7 @@ impl ClusterState {
                 if duplicates > 0 {
                     push(Kind::DuplicateIdentity, None, duplicates as u64);
                 }
-                if election.is_flapping(now) {
+                if election.switches_within(flap_window, now) >= FLAP_SWITCHES {
                     push(Kind::MasterFlapping, None, 0);
                 }
                 if let Some(facts) = elections.facts(path) {

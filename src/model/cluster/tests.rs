@@ -3,6 +3,9 @@ use crate::model::candidate::IdentityMode;
 use crate::model::tree::{ChildNode, Tree, TreePattern};
 use std::time::{Instant, SystemTime};
 
+/// The flapping window of the catalogue's rule.
+const FLAP: std::time::Duration = crate::model::election::FLAP_WINDOW;
+
 fn now() -> crate::model::Now {
     crate::model::Now {
         mono: Instant::now(),
@@ -124,18 +127,18 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
     let kinds = |r: &crate::model::alerting::Reading| {
         r.conditions.iter().map(|c| c.kind).collect::<Vec<_>>()
     };
-    let r = c.alert_reading(at(12).mono);
+    let r = c.alert_reading(at(12).mono, FLAP);
     assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
     // "b" leaves too at 13 s: "c" leads, newer than the reading of 12 s,
     // which says nothing of it: split brain is neither there nor gone.
     c.child_upserted(id, "/b/bot", child("n_0000000003", "c", 3), at(11));
     c.child_deleted(id, "/b/bot", "n_0000000002", at(13));
-    let r = c.alert_reading(at(13).mono);
+    let r = c.alert_reading(at(13).mono, FLAP);
     assert!(kinds(&r).is_empty());
     assert!(r.lease_frozen.contains("/b/bot"), "{r:?}");
     // The next reading shows "a" still writing after "c" took over.
     c.lease_succeeded(id, reading(14), at(14));
-    let r = c.alert_reading(at(14).mono);
+    let r = c.alert_reading(at(14).mono, FLAP);
     assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
     assert!(r.lease_frozen.is_empty());
 }
@@ -171,7 +174,7 @@ fn a_set_whose_holders_never_matched_an_identity_never_judges_split_brain() {
             );
         }
         c.lease_succeeded(id, r, at(s));
-        let reading = c.alert_reading(at(s).mono);
+        let reading = c.alert_reading(at(s).mono, FLAP);
         assert!(reading.conditions.is_empty(), "{:?}", reading.conditions);
     }
     let tree = c.trees[0].as_elections().unwrap();
@@ -208,7 +211,7 @@ fn a_split_brain_seen_before_any_election_agreed_is_unconfirmed_and_held() {
         Some(0.2),
     );
     c.lease_succeeded(id, reading, at(5));
-    let r = c.alert_reading(at(5).mono);
+    let r = c.alert_reading(at(5).mono, FLAP);
     assert!(r.conditions.is_empty(), "{r:?}");
     let held = (
         crate::model::alerting::Kind::SplitBrain,
@@ -244,11 +247,11 @@ fn a_master_the_ghost_check_has_not_listed_yet_is_unjudged_not_live() {
     };
     c.apply_listing(id, vec![("/b/bot".into(), vec![child])], now);
     // Without a ghost check, nothing to judge.
-    let r = c.alert_reading(t0);
+    let r = c.alert_reading(t0, FLAP);
     assert!(r.unjudged.is_empty(), "{r:?}");
     // With one that has not had its first round: held, not live.
     c.ghost = Some(Default::default());
-    let r = c.alert_reading(t0);
+    let r = c.alert_reading(t0, FLAP);
     assert!(r.conditions.is_empty(), "{r:?}");
     assert!(
         r.unjudged
