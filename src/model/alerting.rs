@@ -377,9 +377,7 @@ impl Book {
                 w.0 = w.0.min(adopted_since);
                 false
             } else if matches!(key.0, Kind::EpochRegression | Kind::MasterFlapping) {
-                let watched = self.first_fresh.get(cluster).copied().unwrap_or(now);
-                let open =
-                    now.saturating_duration_since(watched) < key.0.window_in(&self.thresholds);
+                let open = self.window_unwatched(&key, self.first_fresh.get(cluster).copied(), now);
                 if open {
                     wanted.insert(key.clone(), (adopted_since, 1, None));
                 }
