@@ -265,6 +265,14 @@ impl Book {
         session_lost_since: Option<Instant>,
         now: Instant,
     ) -> (Changes, usize) {
+        // The elections whose regressions are counted: the book keeps the
+        // count each was last seen at, so that only growth fires.
+        let counted: std::collections::BTreeSet<Key> = reading
+            .conditions
+            .iter()
+            .filter(|c| c.kind == Kind::EpochRegression)
+            .map(|c| (c.kind, cluster.to_owned(), c.election.clone()))
+            .collect();
         let mut wanted = self.wanted(
             cluster,
             std::mem::take(&mut reading.conditions),
@@ -299,7 +307,11 @@ impl Book {
         if fresh {
             let keep = |k: &Key| k.1 != cluster || wanted.contains_key(k) || reading.holds_still(k);
             self.pending.retain(|k, _| keep(k));
-            self.regressions.retain(|k, _| keep(k));
+            // A count stays known while the reading still shows it, also
+            // once its alert resolved: forgotten, the same count would
+            // read as new growth at the next update and page again.
+            self.regressions
+                .retain(|k, _| keep(k) || counted.contains(k));
             self.left_out
                 .retain(|k| keep(k) && !self.firing.contains_key(k));
         }
