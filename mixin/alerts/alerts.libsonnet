@@ -65,11 +65,27 @@ local util = import '../lib/util.libsonnet';
       if name == 'ZooKeeperElectionSplitBrain' then
         ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) and on (cluster, election) max by (cluster, election) (zookeeper_election_lease_state{%%(selector)s,state="unconfirmed"}) == 1)' % name
       else '',
-    // One voice: silent while an agent pushes for the ensemble.
+    // Judged over a window of counted changes: while the agents were
+    // blind to the ensemble (no replica's session connected through the
+    // whole window), the changes they did not see are no evidence that
+    // the trouble ended, so a firing alert holds until some replica has
+    // watched a whole window again, as the agent's own copy does.
+    local windowed = std.set(['ZooKeeperElectionMasterFlapping', 'ZooKeeperElectionEpochRegression']),
+    local windowHold(name) =
+      if std.setMember(name, windowed) then
+        ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) and on (cluster) max by (cluster) (min_over_time(sum without (state) (zookeeper_session_state{%%(selector)s,state=~"connected|read_only"})[%%(window)s:])) == 0)' % name
+      else '',
+    // One voice: silent while an agent pushes for the ensemble. A rule
+    // over a window reads samples from the whole window, also across a
+    // gap in the scrapes (the agent's series stale) or an agent restart,
+    // so it stays silent while an agent pushed at any time in it.
+    local pushing(name) =
+      if std.setMember(name, windowed) then 'max_over_time(zookeeper_exporter_alerts_active{%(selector)s}[%(window)s])'
+      else 'zookeeper_exporter_alerts_active{%(selector)s}',
     local oneVoice(name, expr) =
       if std.setMember(name, pushed) then
-        '(%s%s%s) unless on (cluster) group by (cluster) (zookeeper_exporter_alerts_active{%%(selector)s})'
-        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '', unconfirmedHold(name)]
+        '(%s%s%s%s) unless on (cluster) group by (cluster) (%s)'
+        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '', unconfirmedHold(name), windowHold(name), pushing(name)]
       else expr,
 
     local alert(name, severity, expr, summary, description) =
