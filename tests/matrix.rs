@@ -25,6 +25,9 @@
 //!   live session.
 //! - `ZooKeeperExporterSessionDown`: the agents' link to a second cluster
 //!   is cut.
+//! - `ZooKeeperElectionMasterFlapping`: mastership moves every 3 s.
+//! - `ZooKeeperElectionEpochRegression`: a stale controller keeps writing
+//!   a lower fencing epoch.
 //!
 //! Once they all fire, the stack is disturbed in turn, every time checking
 //! that nothing more reached the receiver: Prometheus loses its scrapes
@@ -34,9 +37,10 @@
 //! trouble ends, and each alert must resolve once.
 //!
 //! Once with the agents pushing (the rules stay silent), once with
-//! Prometheus alone deciding (no `[alerting]`). The alerts judged over a
-//! window (flapping, epoch regression) stay firing ten minutes after their
-//! trouble: they are left to their own tests.
+//! Prometheus alone deciding (no `[alerting]`). The two alerts judged over
+//! a window (flapping, epoch regression) judge it over 30 s here, set alike
+//! in the rules' `_config` and the agents' `[alerting] windows`, so that
+//! they end within the test.
 
 mod common;
 
@@ -58,6 +62,41 @@ const T: Duration = Duration::from_secs(90);
 /// flushes every second, and a pushed copy expires 12 s after its last
 /// resend, so any second voice or lost copy speaks within it.
 const QUIET: Duration = Duration::from_secs(17);
+
+/// The window of flapping and epoch regressions, for rules and agents.
+const WINDOW: &str = "30s";
+
+/// A trouble kept up by a task until stopped.
+struct Ongoing {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Ongoing {
+    /// Runs `step` every `every` until [`Ongoing::stop`].
+    fn start<F, Fut>(every: Duration, mut step: F) -> Self
+    where
+        F: FnMut(u64) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut round = 0;
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                round += 1;
+                step(round).await;
+                tokio::time::sleep(every).await;
+            }
+        });
+        Self { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.task.await.expect("the trouble's task");
+    }
+}
 
 /// Every alert the agent can push (docs/runbooks.md).
 const PUSHED: [&str; 9] = [
@@ -195,12 +234,17 @@ async fn matrix(pushing: bool, tag: &str) {
     let base = unique_path(&format!("matrix_{tag}"));
     let admin = client(&zk.address()).await;
     let no_master = format!("{base}/plain/no_master");
+    let flapping = format!("{base}/plain/flapping");
+    let (controller, epoch) = (
+        format!("{base}/epo/controller"),
+        format!("{base}/epo/controller_epoch"),
+    );
     let duplicate = format!("{base}/plain/duplicate");
     let (bot_1, bot_2) = (
         format!("{base}/leased/bot_1"),
         format!("{base}/leased/bot_2"),
     );
-    for path in [&no_master, &duplicate, &bot_1, &bot_2] {
+    for path in [&no_master, &flapping, &duplicate, &bot_1, &bot_2] {
         mkdir(&admin, path).await;
     }
     mkdir(&admin, &format!("{base}/blind")).await;
@@ -208,6 +252,15 @@ async fn matrix(pushing: bool, tag: &str) {
     mkdir(&admin, &haunted).await;
     let (lock, crumb) = (format!("{base}/rec/lock"), format!("{base}/rec/crumb"));
     mkdir(&admin, &format!("{base}/rec")).await;
+    mkdir(&admin, &format!("{base}/epo")).await;
+    admin
+        .create(
+            &epoch,
+            b"10",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
     admin
         .create(
             &crumb,
@@ -221,6 +274,10 @@ async fn matrix(pushing: bool, tag: &str) {
     // without its master for longer than a hold while the test sets up.
     let lone = client(&zk.address()).await;
     candidate(&lone, &no_master, "n_", b"inst-n").await;
+    let flapper = client(&zk.address()).await;
+    for i in 0..2 {
+        candidate(&flapper, &flapping, "n_", format!("inst-f{i}").as_bytes()).await;
+    }
     let dup_1 = client(&zk.address()).await;
     candidate(&dup_1, &duplicate, "n_", b"inst-d").await;
     let a_link = Proxy::start(zk.address()).await;
@@ -247,6 +304,14 @@ async fn matrix(pushing: bool, tag: &str) {
         )
         .await
         .unwrap();
+    owner
+        .create(
+            &controller,
+            b"{\"version\":2,\"brokerid\":1,\"timestamp\":\"1\",\"kraftControllerEpoch\":-1}",
+            &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
 
     // The agents reach the first cluster through a link that can be lost,
     // the second through one that is cut for the session alert.
@@ -257,7 +322,9 @@ async fn matrix(pushing: bool, tag: &str) {
             "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"3s\"\n\
              no_master_for = \"2s\"\nsession_lost_for = \"2s\"\n\
              holds = {{ ZooKeeperElectionGhostMaster = \"2s\", ZooKeeperElectionDuplicateIdentity = \"2s\", \
-             ZooKeeperElectionRecordDisagrees = \"2s\" }}\n",
+             ZooKeeperElectionRecordDisagrees = \"2s\" }}\n\
+             windows = {{ ZooKeeperElectionMasterFlapping = \"{WINDOW}\", \
+             ZooKeeperElectionEpochRegression = \"{WINDOW}\" }}\n",
             am.port
         )
     } else {
@@ -269,6 +336,8 @@ async fn matrix(pushing: bool, tag: &str) {
          [[clusters.elections]]\npath = \"{base}/plain/*\"\n\
          [[clusters.elections]]\npath = \"{base}/rec/lock\"\nstyle = \"node\"\n\
          record = {{ path = \"{base}/rec/crumb\", identity = \"data\" }}\n\
+         [[clusters.elections]]\npath = \"{base}/epo/controller\"\nstyle = \"node\"\n\
+         identity = \"json:/brokerid\"\nepoch = \"{base}/epo/controller_epoch\"\n\
          [[clusters.elections]]\npath = \"{base}/leased/*\"\n{}\n\
          [[clusters]]\nname = \"matrix-blind\"\nservers = [\"{}\"]\nsession_timeout = \"4s\"\n\
          [clusters.four_letter_words]\nenabled = false\n\
@@ -292,8 +361,16 @@ async fn matrix(pushing: bool, tag: &str) {
     }
     let targets: Vec<u16> = scrapes.iter().map(|p| p.port).collect();
     // The shipped rules on the test's time scale: every `for` 2 s (the
-    // agents' holds above), a gap in the agents' series ridden out 30 s.
-    let rules = mixin_rules("agentGap: '30s',", "2s");
+    // agents' holds above), a gap in the agents' series ridden out 30 s,
+    // the windows the agents' own.
+    let rules = mixin_rules(
+        &format!(
+            "agentGap: '30s', alerts+: {{ \
+             ZooKeeperElectionMasterFlapping+: {{ window: '{WINDOW}' }}, \
+             ZooKeeperElectionEpochRegression+: {{ window: '{WINDOW}' }} }},"
+        ),
+        "2s",
+    );
     let prom = prometheus(
         &format!("prometheus-matrix-{tag}"),
         &rules,
@@ -318,6 +395,17 @@ async fn matrix(pushing: bool, tag: &str) {
         until_lease_agrees(r.agent(), &bot_1, T).await;
         until_lease_agrees(r.agent(), &bot_2, T).await;
         until_session(r.agent(), "matrix-blind", 1.0).await;
+        r.agent()
+            .until_values(
+                "the controller's epoch read",
+                T,
+                &[(
+                    "zookeeper_election_epoch",
+                    &[("election", &*controller)],
+                    Some(10.0),
+                )],
+            )
+            .await;
         r.agent()
             .until_values(
                 "the ghost's master live",
@@ -345,6 +433,8 @@ async fn matrix(pushing: bool, tag: &str) {
         ("ZooKeeperElectionSplitBrain", "matrix", &bot_1),
         ("ZooKeeperElectionLeaseExpired", "matrix", &bot_2),
         ("ZooKeeperExporterSessionDown", "matrix-blind", ""),
+        ("ZooKeeperElectionMasterFlapping", "matrix", &flapping),
+        ("ZooKeeperElectionEpochRegression", "matrix", &controller),
     ]
     .iter()
     .map(|(n, c, e)| (n.to_string(), c.to_string(), e.to_string()))
@@ -357,6 +447,37 @@ async fn matrix(pushing: bool, tag: &str) {
     a_link.cut();
     renew_x.stop().await;
     blind.cut();
+    // Mastership moves every 3 s: the master's node goes, the next takes
+    // over, a new candidate queues behind.
+    let flaps = {
+        let (c, path) = (flapper.clone(), flapping.clone());
+        Ongoing::start(Duration::from_secs(3), move |round| {
+            let (c, path) = (c.clone(), path.clone());
+            async move {
+                candidate(&c, &path, "n_", format!("inst-f{}", round + 1).as_bytes()).await;
+                let (mut nodes, _) = c.get_children(&path).await.unwrap();
+                nodes.sort_by_key(|n| n[n.len() - 10..].parse::<i64>().unwrap());
+                c.delete(&format!("{path}/{}", nodes[0]), None)
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    // The controller writes epoch 11, and 2 s later a stale one writes
+    // its lower epoch back, every 5 s. The agents read a node's data after
+    // its change event, so two writes at once would show them only the
+    // second: the pause lets each see both.
+    let regressions = {
+        let (c, path) = (admin.clone(), epoch.clone());
+        Ongoing::start(Duration::from_secs(3), move |_| {
+            let (c, path) = (c.clone(), path.clone());
+            async move {
+                c.set_data(&path, b"11", None).await.unwrap();
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                c.set_data(&path, b"9", None).await.unwrap();
+            }
+        })
+    };
     let firing = expect(&troubles, &["firing"]);
     until_notified(&receiver, "every trouble notified once", &firing).await;
     still_notified(&receiver, "every alert firing", &firing).await;
@@ -440,7 +561,9 @@ async fn matrix(pushing: bool, tag: &str) {
     gone.kill();
     still_notified(&receiver, "one replica gone", &blinded).await;
 
-    // Every trouble ends.
+    // Every trouble ends (flapping and the regressions a window later).
+    flaps.stop().await;
+    regressions.stop().await;
     let back = client(&zk.address()).await;
     candidate(&back, &no_master, "n_", b"inst-n2").await;
     drop(dup_2);
@@ -455,7 +578,15 @@ async fn matrix(pushing: bool, tag: &str) {
     blind.restore();
     let mut over = expect(&troubles, &["firing", "resolved"]);
     over.insert(lost, vec!["firing".to_owned(), "resolved".to_owned()]);
-    until_notified(&receiver, "every trouble resolved once", &over).await;
+    wait_for_async("every trouble resolved once", T + T, || {
+        let got = notified(&receiver);
+        if got == over {
+            Ok(())
+        } else {
+            Err(format!("{got:#?}"))
+        }
+    })
+    .await;
     still_notified(&receiver, "every trouble over", &over).await;
 
     // Pushing, the rules of the pushed alerts never spoke; alone, they did.
@@ -479,7 +610,7 @@ async fn matrix(pushing: bool, tag: &str) {
     );
     renew_b.stop().await;
     renew_x.stop().await;
-    drop((a, b, x, dup_1, back, owner, standby, admin));
+    drop((a, b, x, dup_1, back, owner, standby, admin, flapper));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
