@@ -65,6 +65,15 @@ local util = import '../lib/util.libsonnet';
       if name == 'ZooKeeperElectionSplitBrain' then
         ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) and on (cluster, election) max by (cluster, election) (zookeeper_election_lease_state{%%(selector)s,state="unconfirmed"}) == 1)' % name
       else '',
+    // A firing ghost also holds while no replica has judged the master's
+    // session (its series absent while a master is named): an agent that
+    // has just started, or whose rounds cannot tell, has no evidence that
+    // the ghost came back, as the agent's own copy holds. It ends once a
+    // round shows the master live, or no master is left.
+    local unjudgedHold(name) =
+      if name == 'ZooKeeperElectionGhostMaster' then
+        ' or (max by (cluster, election) (ALERTS{alertname="%s",alertstate="firing"}) and on (cluster, election) (group by (cluster, election) (zookeeper_election_master{%%(selector)s}) unless on (cluster, election) group by (cluster, election) (zookeeper_election_master_session_connected{%%(selector)s})))' % name
+      else '',
     // Judged over a window of counted changes: while the agents were
     // blind to the ensemble (no replica's session connected through the
     // whole window), the changes they did not see are no evidence that
@@ -84,8 +93,8 @@ local util = import '../lib/util.libsonnet';
       else 'zookeeper_exporter_alerts_active{%(selector)s}',
     local oneVoice(name, expr) =
       if std.setMember(name, pushed) then
-        '(%s%s%s%s) unless on (cluster) group by (cluster) (%s)'
-        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '', unconfirmedHold(name), windowHold(name), pushing(name)]
+        '(%s%s%s%s%s) unless on (cluster) group by (cluster) (%s)'
+        % [expr, if std.setMember(name, fromLease) then leaseHold(name) else '', unconfirmedHold(name), unjudgedHold(name), windowHold(name), pushing(name)]
       else expr,
 
     local alert(name, severity, expr, summary, description) =
