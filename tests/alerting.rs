@@ -65,9 +65,13 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     // A second election set holds its masterless alerts for an hour.
     let patient = format!("{base}/patient/bot_9");
     mkdir(&admin, &patient).await;
+    // A second Alertmanager nobody listens on: its read-back at start
+    // fails, and is counted; the first is served as usual.
+    let dead = free_port();
     let exporter = Exporter::start(&format!(
         "{}[[clusters.elections]]\npath = \"{base}/patient/*\"\nno_master_for = \"1h\"\n\
-         [alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\"]\nno_master_for = \"1s\"\nresend_interval = \"2s\"\n",
+         [alerting]\nalertmanagers = [\"http://127.0.0.1:{am_port}\", \"http://127.0.0.1:{dead}\"]\n\
+         no_master_for = \"1s\"\nresend_interval = \"2s\"\n",
         cluster_config(
             &zk.address(),
             &format!("{base}/bots/*"),
@@ -176,6 +180,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
         "zookeeper_exporter_alerts_sent",
         "zookeeper_exporter_alerts_send_errors",
         "zookeeper_exporter_alerts_dropped",
+        "zookeeper_exporter_alerts_read_back_errors",
     ] {
         assert!(
             raw.contains(&format!("# TYPE {family}")),
@@ -190,6 +195,17 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
         )
         .is_some_and(|n| n >= 3.0)
     );
+    let read_back_errors = |url: &str| {
+        m.get(
+            "zookeeper_exporter_alerts_read_back_errors_total",
+            &[("alertmanager", url), ("reason", "connect")],
+        )
+    };
+    assert_eq!(
+        read_back_errors(&format!("http://127.0.0.1:{dead}")),
+        Some(1.0)
+    );
+    assert_eq!(read_back_errors(&url), None, "the live one answered");
     stop(am);
 }
 

@@ -79,7 +79,7 @@ pub async fn run(
             .iter()
             .map(|c| c.alert_reading(start, Kind::MasterFlapping.window()).0)
             .collect();
-        reading_back.spawn(read_back(pusher.cfg.clone(), names));
+        reading_back.spawn(read_back(pusher.cfg.clone(), pusher.stats.clone(), names));
     }
     loop {
         tokio::select! {
@@ -108,9 +108,13 @@ pub async fn run(
 
 /// Reads back from every Alertmanager at once the alerts it holds with
 /// this agent's labels (one of `clusters`), and since when. One that fails
-/// is logged and passed over: for what only it had, the book then starts
-/// from nothing, as without this step.
-async fn read_back(cfg: Arc<AlertingConfig>, clusters: Vec<String>) -> Vec<(Key, Instant)> {
+/// is logged, counted in `stats` and passed over: for what only it had,
+/// the book then starts from nothing, as without this step.
+async fn read_back(
+    cfg: Arc<AlertingConfig>,
+    stats: Arc<PushStats>,
+    clusters: Vec<String>,
+) -> Vec<(Key, Instant)> {
     let names: Vec<&str> = Kind::ALL.iter().map(|k| k.alertname()).collect();
     let asks = cfg.alertmanagers.iter().map(|target| {
         let names = &names;
@@ -121,13 +125,19 @@ async fn read_back(cfg: Arc<AlertingConfig>, clusters: Vec<String>) -> Vec<(Key,
     let mut found = Vec::new();
     for (target, answer) in answers {
         let own = answer
-            .map_err(|e| format!("{}: {}", e.reason, e.detail))
+            .map_err(|e| (e.reason, format!("{}: {}", e.reason, e.detail)))
             .and_then(|body| {
                 crate::api::alerts::own_alerts(&body, &cfg.external_labels, &clusters)
+                    .map_err(|e| ("protocol", e))
             });
         match own {
             Ok(own) => found.extend(own),
-            Err(e) => {
+            Err((reason, e)) => {
+                stats.with(|s| {
+                    *s.read_back_errors
+                        .entry((target.url.clone(), reason))
+                        .or_default() += 1;
+                });
                 warn!(alertmanager = %target.url, "cannot read back the alerts Alertmanager holds: {e}; any of this agent's alerts it has firing wait out their hold again");
             }
         }

@@ -89,6 +89,22 @@ impl Collector for PushCollector {
             "Alerts never pushed: past alerting.max_alerts per cluster, or resolutions not delivered within 10 minutes or beyond 4 x max_alerts waiting.",
             MetricType::Counter,
             |m| counter(m, &none, s.dropped),
+        )?;
+        family(
+            &mut enc,
+            names::ALERTS_READ_BACK_ERRORS,
+            "Failed read-backs at start, by Alertmanager and reason: connect, tls, timeout, io, protocol, credentials, status_4xx, status_5xx. What only that Alertmanager had firing waits out its hold again.",
+            MetricType::Counter,
+            |m| {
+                for ((url, reason), n) in &s.read_back_errors {
+                    counter(
+                        m,
+                        &Labels::new("alertmanager", url).with("reason", reason),
+                        *n,
+                    )?;
+                }
+                Ok(())
+            },
         )
     }
 }

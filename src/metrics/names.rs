@@ -100,6 +100,7 @@ pub const ALERTS_ACTIVE: &str = "zookeeper_exporter_alerts_active";
 pub const ALERTS_SENT: &str = "zookeeper_exporter_alerts_sent";
 pub const ALERTS_SEND_ERRORS: &str = "zookeeper_exporter_alerts_send_errors";
 pub const ALERTS_DROPPED: &str = "zookeeper_exporter_alerts_dropped";
+pub const ALERTS_READ_BACK_ERRORS: &str = "zookeeper_exporter_alerts_read_back_errors";
 pub const WEB_CONFIG_RELOADS: &str = "zookeeper_exporter_web_config_reloads";
 pub const WEB_CONFIG_LAST_RELOAD_SUCCESSFUL: &str =
     "zookeeper_exporter_web_config_last_reload_successful";
@@ -256,6 +257,7 @@ pub const ALL: &[&str] = &[
     ALERTS_SENT,
     ALERTS_SEND_ERRORS,
     ALERTS_DROPPED,
+    ALERTS_READ_BACK_ERRORS,
     WEB_CONFIG_LAST_RELOAD_SUCCESSFUL,
     FOURLW_UP,
     FOURLW_DURATION_SECONDS,

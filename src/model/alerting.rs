@@ -471,6 +471,8 @@ pub struct PushCounts {
     pub sent: BTreeMap<String, u64>,
     /// Failed deliveries, per Alertmanager URL and reason.
     pub errors: BTreeMap<(String, &'static str), u64>,
+    /// Failed read-backs at start, per Alertmanager URL and reason.
+    pub read_back_errors: BTreeMap<(String, &'static str), u64>,
     /// Alerts never sent (past `max_alerts`, or resolutions given up).
     pub dropped: u64,
     /// What fires now: alertname, cluster, election (empty for the
