@@ -217,6 +217,9 @@ impl Pusher {
             };
             (name, reading, true)
         }));
+        let names: Vec<String> = readings.iter().map(|r| r.0.clone()).collect();
+        self.book
+            .forget_others(&names.iter().map(String::as_str).collect());
         for (name, reading, connected) in readings {
             let lost = if connected {
                 self.lost_since.remove(&name);

@@ -318,6 +318,19 @@ impl Book {
         (changes, left_out)
     }
 
+    /// Forgets what it knows of clusters other than `kept` that have
+    /// nothing firing (a reload removed them): a cluster added again
+    /// later under the same name starts afresh, its windows unwatched.
+    pub fn forget_others(&mut self, kept: &std::collections::BTreeSet<&str>) {
+        let firing: std::collections::BTreeSet<String> =
+            self.firing.keys().map(|k| k.1.clone()).collect();
+        let keep = |cluster: &String| kept.contains(cluster.as_str()) || firing.contains(cluster);
+        self.first_fresh.retain(|c, _| keep(c));
+        self.pending.retain(|k, _| keep(&k.1));
+        self.regressions.retain(|k, _| keep(&k.1));
+        self.left_out.retain(|k| keep(&k.1));
+    }
+
     /// Whether `key` judges a window the agent has not watched whole since
     /// `watched` (see `first_fresh`): flapping or a regression that fires
     /// cannot be shown over by a shorter look, so it stays.

@@ -589,3 +589,23 @@ fn a_window_alert_holds_through_a_lost_session_until_a_window_is_watched_again()
         assert_eq!(changes.resolved.len(), 1, "{kind:?}: a window watched");
     }
 }
+
+#[test]
+fn a_cluster_removed_and_added_again_has_watched_no_window_yet() {
+    let t0 = Instant::now();
+    let mut book = Book::new(T);
+    let window = Kind::MasterFlapping.window();
+    book.update("c", reading(vec![]), None, t0);
+    book.update("c", reading(vec![]), None, t0 + window);
+    // A reload removes the cluster, a later one adds it again, and a
+    // restarted agent's read-back finds its flapping alert firing.
+    book.forget_others(&Default::default());
+    let back = at(t0 + window, 60);
+    let flapping = key(Kind::MasterFlapping, "/e");
+    book.adopt([(flapping.clone(), t0)]);
+    let (changes, _) = book.update("c", reading(vec![]), None, back);
+    assert!(
+        changes.fired.contains(&flapping),
+        "held: the window before the removal is no look at it now"
+    );
+}
