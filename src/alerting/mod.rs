@@ -22,7 +22,9 @@ use tracing::{info, warn};
 
 use crate::api::alerts::{Context, PostableAlert};
 use crate::config::alerting::AlertingConfig;
-use crate::model::alerting::{Book, Changes, Key, Kind, PushStats, Reading, Thresholds};
+use crate::model::alerting::{
+    Book, Changes, Key, Kind, PushStats, Reading, ReadingCache, Thresholds,
+};
 use crate::model::{Roster, SharedCluster};
 use delivery::{Delivery, Done};
 
@@ -52,6 +54,9 @@ struct Pusher {
     lost_since: HashMap<String, Instant>,
     /// One per `cfg.alertmanagers`, in order.
     deliveries: Vec<Delivery>,
+    /// The parts of each cluster's readings kept between ticks, by name:
+    /// at rest no tick walks an election.
+    caches: HashMap<String, ReadingCache>,
     sends: JoinSet<Sent>,
 }
 
@@ -73,12 +78,7 @@ pub async fn run(
     // delays no decision) and is aborted with the pusher.
     let mut reading_back = JoinSet::new();
     if adopt {
-        let start = Instant::now();
-        let names: Vec<String> = clusters
-            .now()
-            .iter()
-            .map(|c| c.alert_reading(start, Kind::MasterFlapping.window()).0)
-            .collect();
+        let names: Vec<String> = clusters.now().iter().map(SharedCluster::name).collect();
         reading_back.spawn(read_back(pusher.cfg.clone(), pusher.stats.clone(), names));
     }
     loop {
@@ -93,10 +93,18 @@ pub async fn run(
         }
         let (now, wall) = (Instant::now(), SystemTime::now());
         let flap_window = Kind::MasterFlapping.window_in(&thresholds(&pusher.cfg));
-        let readings: Vec<(String, Reading, bool)> = clusters
-            .now()
+        let roster = clusters.now();
+        // A reload may rebuild a cluster under its name: its trees' stamps
+        // are new then, so a part kept for the old one is never taken.
+        pusher
+            .caches
+            .retain(|name, _| roster.iter().any(|c| c.name() == *name));
+        let readings: Vec<(String, Reading, bool)> = roster
             .iter()
-            .map(|c| c.alert_reading(now, flap_window))
+            .map(|c| {
+                let cache = pusher.caches.entry(c.name()).or_default();
+                c.alert_reading(now, flap_window, cache)
+            })
             .collect();
         let names: Vec<String> = readings.iter().map(|r| r.0.clone()).collect();
         pusher.read(readings, now, wall);
@@ -175,6 +183,7 @@ impl Pusher {
             stats,
             book,
             lost_since: HashMap::new(),
+            caches: HashMap::new(),
             sends: JoinSet::new(),
         }
     }

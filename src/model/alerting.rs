@@ -126,7 +126,7 @@ pub struct Entry {
 mod catalogue;
 mod reading;
 
-pub use reading::{Condition, Reading};
+pub use reading::{Condition, Reading, ReadingCache};
 
 // The catalogue is in `Kind::ALL` order, so `entry` may index it.
 const _: () = {

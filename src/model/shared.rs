@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use super::alerting::Reading;
+use super::alerting::{Reading, ReadingCache};
 use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
 use super::content::ContentKind;
 use super::ensemble::ServerPoll;
@@ -84,19 +84,26 @@ impl SharedCluster {
     // --- what the outputs read ---
 
     /// What the alert pusher reads at `now`: the cluster's name, its alert
-    /// conditions (flapping within `flap_window`) and whether its session
-    /// is connected, under one lock.
+    /// conditions (flapping within `flap_window`; the trees whose part in
+    /// `cache` still holds are not walked) and whether its session is
+    /// connected, under one lock.
     pub fn alert_reading(
         &self,
         now: std::time::Instant,
         flap_window: std::time::Duration,
+        cache: &mut ReadingCache,
     ) -> (String, Reading, bool) {
         let g = self.read();
         (
             g.name.clone(),
-            g.alert_reading(now, flap_window),
+            g.alert_reading(now, flap_window, cache),
             g.session.is_connected(),
         )
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> String {
+        self.read().name.clone()
     }
 
     // --- the agent's own session ---

@@ -120,6 +120,15 @@ pub struct Tree {
     sync_failures: u64,
     /// Node events its watches delivered, whether they changed anything.
     watch_events: u64,
+    /// Changes with every change of its content or sync state (see
+    /// [`Tree::stamp`]).
+    stamp: u64,
+}
+
+/// A value no stamp has had before in this process.
+pub(crate) fn new_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Tree {
@@ -139,7 +148,17 @@ impl Tree {
             sync_error: None,
             sync_failures: 0,
             watch_events: 0,
+            stamp: new_stamp(),
         }
+    }
+
+    /// A value that changes whenever the tree's content or sync state may
+    /// have changed, and no other tree ever has: a reading of the tree
+    /// taken at one stamp still holds while the stamp is the same, so an
+    /// output that keeps it walks the tree again only after a change.
+    /// Timeline entries taken, events counted and lock holds noted leave it.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     pub fn elections(pattern: TreePattern, spec: impl Into<ElectionSpec>) -> Self {
@@ -201,6 +220,7 @@ impl Tree {
     }
 
     fn content_mut(&mut self) -> &mut dyn TreeContent {
+        self.stamp = new_stamp();
         match &mut self.kind {
             TreeKind::Elections(e) => &mut **e,
             TreeKind::Groups(g) => g,
@@ -227,8 +247,10 @@ impl Tree {
     /// Election trees with an `owner-*` identity: names candidates by
     /// their owner session's address (see [`ElectionTree::name_owners`]).
     pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) {
-        if let TreeKind::Elections(e) = &mut self.kind {
-            e.name_owners(address_of);
+        if let TreeKind::Elections(e) = &mut self.kind
+            && e.name_owners(address_of)
+        {
+            self.stamp = new_stamp();
         }
     }
 
@@ -254,6 +276,7 @@ impl Tree {
     }
 
     pub fn as_elections_mut(&mut self) -> Option<&mut ElectionTree> {
+        self.stamp = new_stamp();
         match &mut self.kind {
             TreeKind::Elections(e) => Some(e),
             _ => None,
@@ -306,6 +329,7 @@ impl Tree {
     /// The record of sequential election `election` was read: its data
     /// and owner session, `None` when it does not exist.
     pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
+        self.stamp = new_stamp();
         if let TreeKind::Elections(e) = &mut self.kind {
             e.outer_record_read(election, read, now);
         }
@@ -345,12 +369,14 @@ impl Tree {
 
     /// Marks the tree stale (session lost); the last values are kept.
     pub fn mark_unsynced(&mut self) {
+        self.stamp = new_stamp();
         self.synced = false;
     }
 
     /// A watch or listing of the tree failed; it stays unsynced until a
     /// later listing succeeds.
     pub fn sync_failed(&mut self, error: String) {
+        self.stamp = new_stamp();
         self.synced = false;
         self.sync_failures += 1;
         self.sync_error = Some(error);
@@ -389,6 +415,7 @@ impl Tree {
     }
 
     fn listing_done(&mut self) {
+        self.stamp = new_stamp();
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;

@@ -19,6 +19,7 @@ fn reading(conditions: Vec<Condition>) -> Reading {
         frozen: Default::default(),
         lease_frozen: Default::default(),
         unjudged: Default::default(),
+        parts: Vec::new(),
     }
 }
 

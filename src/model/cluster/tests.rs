@@ -127,20 +127,27 @@ fn a_master_newer_than_the_lease_reading_keeps_the_lease_alerts_as_they_are() {
     let kinds = |r: &crate::model::alerting::Reading| {
         r.conditions.iter().map(|c| c.kind).collect::<Vec<_>>()
     };
-    let r = c.alert_reading(at(12).mono, FLAP);
+    let r = c.alert_reading(at(12).mono, FLAP, &mut Default::default());
     assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
     // "b" leaves too at 13 s: "c" leads, newer than the reading of 12 s,
     // which says nothing of it: split brain is neither there nor gone.
     c.child_upserted(id, "/b/bot", child("n_0000000003", "c", 3), at(11));
     c.child_deleted(id, "/b/bot", "n_0000000002", at(13));
-    let r = c.alert_reading(at(13).mono, FLAP);
+    let r = c.alert_reading(at(13).mono, FLAP, &mut Default::default());
     assert!(kinds(&r).is_empty());
-    assert!(r.lease_frozen.contains("/b/bot"), "{r:?}");
+    let split = || {
+        (
+            crate::model::alerting::Kind::SplitBrain,
+            "c".to_owned(),
+            "/b/bot".to_owned(),
+        )
+    };
+    assert!(r.holds_still(&split()), "lease frozen: {r:?}");
     // The next reading shows "a" still writing after "c" took over.
     c.lease_succeeded(id, reading(14), at(14));
-    let r = c.alert_reading(at(14).mono, FLAP);
+    let r = c.alert_reading(at(14).mono, FLAP, &mut Default::default());
     assert_eq!(kinds(&r), vec![crate::model::alerting::Kind::SplitBrain]);
-    assert!(r.lease_frozen.is_empty());
+    assert!(!r.holds_still(&split()));
 }
 
 #[test]
@@ -174,7 +181,7 @@ fn a_set_whose_holders_never_matched_an_identity_never_judges_split_brain() {
             );
         }
         c.lease_succeeded(id, r, at(s));
-        let reading = c.alert_reading(at(s).mono, FLAP);
+        let reading = c.alert_reading(at(s).mono, FLAP, &mut Default::default());
         assert!(reading.conditions.is_empty(), "{:?}", reading.conditions);
     }
     let tree = c.trees[0].as_elections().unwrap();
@@ -211,14 +218,20 @@ fn a_split_brain_seen_before_any_election_agreed_is_unconfirmed_and_held() {
         Some(0.2),
     );
     c.lease_succeeded(id, reading, at(5));
-    let r = c.alert_reading(at(5).mono, FLAP);
+    let r = c.alert_reading(at(5).mono, FLAP, &mut Default::default());
     assert!(r.conditions.is_empty(), "{r:?}");
     let held = (
         crate::model::alerting::Kind::SplitBrain,
+        "c".to_owned(),
         "/b/bot".to_owned(),
     );
-    assert!(r.unjudged.contains(&held), "{r:?}");
-    assert!(r.lease_frozen.is_empty());
+    assert!(r.holds_still(&held), "unjudged: {r:?}");
+    let expired = (
+        crate::model::alerting::Kind::LeaseExpired,
+        "c".to_owned(),
+        "/b/bot".to_owned(),
+    );
+    assert!(!r.holds_still(&expired), "only the split brain: {r:?}");
 }
 
 #[test]
@@ -247,15 +260,237 @@ fn a_master_the_ghost_check_has_not_listed_yet_is_unjudged_not_live() {
     };
     c.apply_listing(id, vec![("/b/bot".into(), vec![child])], now);
     // Without a ghost check, nothing to judge.
-    let r = c.alert_reading(t0, FLAP);
-    assert!(r.unjudged.is_empty(), "{r:?}");
+    let ghost = || (Kind::GhostMaster, "c".to_owned(), "/b/bot".to_owned());
+    let r = c.alert_reading(t0, FLAP, &mut Default::default());
+    assert!(!r.holds_still(&ghost()), "{r:?}");
     // With one that has not had its first round: held, not live.
     c.ghost = Some(Default::default());
-    let r = c.alert_reading(t0, FLAP);
+    let r = c.alert_reading(t0, FLAP, &mut Default::default());
     assert!(r.conditions.is_empty(), "{r:?}");
+    assert!(r.holds_still(&ghost()), "{r:?}");
+}
+
+/// What a step of the property test below does to the cluster.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A candidate joins election `e` with identity `who`, its node owned
+    /// by session `owner` (1..=4).
+    Join {
+        e: u8,
+        who: u8,
+        owner: u8,
+    },
+    /// Election `e`'s lowest (its master) or highest candidate leaves.
+    Leave {
+        e: u8,
+        lowest: bool,
+    },
+    /// Election `e`'s master leaves and a new candidate queues: a switch
+    /// when one was waiting.
+    Switch {
+        e: u8,
+    },
+    /// Seconds pass.
+    Wait(u16),
+    /// The agent's session is lost; or back, and the tree listed again.
+    Lost,
+    Back,
+    /// A ghost-check round listing the sessions of `listed` (a bit each),
+    /// complete or not; `moved` sessions sent something since the last.
+    Round {
+        complete: bool,
+        listed: u8,
+        moved: u8,
+    },
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0u8..3, 0u8..3, 1u8..5).prop_map(|(e, who, owner)| Step::Join { e, who, owner }),
+        3 => (0u8..3, any::<bool>()).prop_map(|(e, lowest)| Step::Leave { e, lowest }),
+        4 => (0u8..3).prop_map(|e| Step::Switch { e }),
+        3 => (0u16..90).prop_map(Step::Wait),
+        1 => Just(Step::Lost),
+        1 => Just(Step::Back),
+        2 => (any::<bool>(), 0u8..16, 0u8..16)
+            .prop_map(|(complete, listed, moved)| Step::Round { complete, listed, moved }),
+    ]
+}
+
+proptest::proptest! {
+    /// A reading that keeps the trees' parts between readings says at
+    /// every step exactly what a reading that walks every election says:
+    /// the same conditions, the same alerts held still. So no change the
+    /// alert pusher must see can pass unseen by the stamps, and time alone
+    /// ends a flapping condition in both.
+    #[test]
+    fn a_kept_reading_says_what_a_full_walk_says(
+        steps in proptest::collection::vec(step(), 1..60),
+    ) {
+        use crate::model::alerting::{Kind, ReadingCache};
+        use crate::model::ghost::Round;
+        use std::time::Duration;
+        let window = Duration::from_secs(60);
+        let mut c = ClusterState::new(
+            "c".into(),
+            vec![Tree::elections(
+                TreePattern::parse("/b/*").unwrap(),
+                crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
+            )],
+            true,
+        );
+        let id = c.trees[0].id();
+        let t0 = Instant::now();
+        let mut secs = 0u64;
+        let at = |s: u64| crate::model::Now {
+            mono: t0 + Duration::from_secs(s),
+            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
+        };
+        c.session_started(1, Duration::from_secs(10), at(0).wall);
+        // Each election's candidates: (sequence, identity, owner).
+        let mut candidates: Vec<Vec<(u32, u8, i64)>> = vec![Vec::new(); 3];
+        let mut seq = 0u32;
+        let mut received = [0u64; 5];
+        let node = |(s, who, owner): (u32, u8, i64)| ChildNode {
+            name: format!("n_{s:010}"),
+            data: format!("i{who}").into_bytes(),
+            ephemeral_owner: owner,
+            ctime_ms: 1_000_000_000,
+        };
+        let listing = |candidates: &Vec<Vec<(u32, u8, i64)>>| -> Vec<(String, Vec<ChildNode>)> {
+            candidates
+                .iter()
+                .enumerate()
+                .map(|(e, cs)| (format!("/b/e{e}"), cs.iter().map(|c| node(*c)).collect()))
+                .collect()
+        };
+        c.apply_listing(id, listing(&candidates), at(0));
+        let mut cache = ReadingCache::default();
+        for s in steps {
+            let now = at(secs);
+            match s {
+                Step::Join { e, who, owner } => {
+                    seq += 1;
+                    let cand = (seq, who, i64::from(owner));
+                    candidates[usize::from(e)].push(cand);
+                    if c.session.is_connected() {
+                        c.child_upserted(id, &format!("/b/e{e}"), node(cand), now);
+                    }
+                }
+                Step::Leave { e, lowest } => {
+                    let cs = &mut candidates[usize::from(e)];
+                    if !cs.is_empty() {
+                        let gone = if lowest { cs.remove(0) } else { cs.pop().unwrap() };
+                        if c.session.is_connected() {
+                            c.child_deleted(id, &format!("/b/e{e}"), &node(gone).name, now);
+                        }
+                    }
+                }
+                Step::Switch { e } => {
+                    seq += 1;
+                    let cand = (seq, 0, 1);
+                    let cs = &mut candidates[usize::from(e)];
+                    cs.push(cand);
+                    let gone = cs.remove(0);
+                    if c.session.is_connected() {
+                        let parent = format!("/b/e{e}");
+                        c.child_upserted(id, &parent, node(cand), now);
+                        c.child_deleted(id, &parent, &node(gone).name, now);
+                    }
+                }
+                Step::Wait(s) => secs += u64::from(s),
+                Step::Lost => c.session_lost(
+                    crate::model::session::SessionState::Disconnected,
+                    "cut",
+                    now.wall,
+                ),
+                Step::Back => {
+                    c.session_started(1, Duration::from_secs(10), now.wall);
+                    c.apply_listing(id, listing(&candidates), now);
+                }
+                Step::Round { complete, listed, moved } => {
+                    let connections: Vec<crate::fourlw::parse::Connection> = (1..5)
+                        .filter(|s| listed & (1 << (s - 1)) != 0)
+                        .map(|s| {
+                            if moved & (1 << (s - 1)) != 0 {
+                                received[s] += 1;
+                            }
+                            crate::fourlw::parse::Connection {
+                                address: format!("10.0.0.{s}:1"),
+                                session: Some(i64::try_from(s).unwrap()),
+                                received: Some(received[s]),
+                                timeout_ms: Some(3000),
+                            }
+                        })
+                        .collect();
+                    let round = Round {
+                        started: now.mono,
+                        finished: now,
+                        complete,
+                        connections: &connections,
+                        expiries: &[],
+                    };
+                    let owners = c.owners();
+                    c.ghost_round(Vec::new(), round, owners, None);
+                }
+            }
+            let mono = at(secs).mono;
+            let kept = c.alert_reading(mono, window, &mut cache);
+            let walked = c.alert_reading(mono, window, &mut ReadingCache::default());
+            let sorted = |r: &crate::model::alerting::Reading| {
+                let mut v: Vec<String> = r.conditions.iter().map(|c| format!("{c:?}")).collect();
+                v.sort();
+                v
+            };
+            proptest::prop_assert_eq!(sorted(&kept), sorted(&walked));
+            for e in 0..3 {
+                for kind in Kind::ALL {
+                    let key = (kind, "c".to_owned(), format!("/b/e{e}"));
+                    proptest::prop_assert_eq!(
+                        kept.holds_still(&key),
+                        walked.holds_still(&key),
+                        "{:?}", key
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_quiet_tree_is_not_walked_again_and_a_change_is_seen() {
+    use crate::model::alerting::{Kind, ReadingCache};
+    use std::sync::Arc;
+    let mut c = ClusterState::new(
+        "c".into(),
+        vec![Tree::elections(
+            TreePattern::parse("/b/*").unwrap(),
+            crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
+        )],
+        false,
+    );
+    let id = c.trees[0].id();
+    let t = now();
+    c.session_started(1, std::time::Duration::from_secs(10), t.wall);
+    let child = ChildNode {
+        name: "n_0000000001".into(),
+        data: b"a".to_vec(),
+        ephemeral_owner: 7,
+        ctime_ms: 1_000_000_000,
+    };
+    c.apply_listing(id, vec![("/b/bot".into(), vec![child])], t);
+    let mut cache = ReadingCache::default();
+    let first = c.alert_reading(t.mono, FLAP, &mut cache);
+    let again = c.alert_reading(t.mono, FLAP, &mut cache);
     assert!(
-        r.unjudged
-            .contains(&(Kind::GhostMaster, "/b/bot".to_owned())),
-        "{r:?}"
+        Arc::ptr_eq(&first.parts[0], &again.parts[0]),
+        "nothing changed: the part kept"
+    );
+    c.child_deleted(id, "/b/bot", "n_0000000001", t);
+    let after = c.alert_reading(t.mono, FLAP, &mut cache);
+    assert_eq!(
+        after.conditions.iter().map(|c| c.kind).collect::<Vec<_>>(),
+        vec![Kind::NoMaster]
     );
 }

@@ -415,6 +415,18 @@ impl Election {
         (self.changes >= FLAP_SWITCHES as u64).then(|| ring[0] + FLAP_WINDOW)
     }
 
+    /// When it stops switching [`FLAP_SWITCHES`] times within `window`
+    /// unless it switches again: the moment its oldest remembered switch
+    /// leaves `window` (`None` with fewer switches remembered, or a window
+    /// past what an `Instant` holds).
+    pub fn flapping_ends(&self, window: Duration) -> Option<Instant> {
+        let ring = self.recent_switches.as_ref()?;
+        if self.changes < FLAP_SWITCHES as u64 {
+            return None;
+        }
+        ring[0].checked_add(window)
+    }
+
     /// The last moment it needed attention (see the field).
     pub fn noticed(&self) -> Option<Instant> {
         self.noticed

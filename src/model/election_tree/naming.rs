@@ -39,9 +39,10 @@ impl ElectionTree {
     /// candidate by its owner session's client address as `address_of`
     /// (the ghost check) knows it; a master named anew is a timeline entry.
     /// A candidate whose session no round has listed stays unnamed.
-    pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) {
+    /// Returns whether anything changed.
+    pub fn name_owners<'a>(&mut self, address_of: impl Fn(i64) -> Option<&'a str>) -> bool {
         let Some(part) = self.spec.identity.owner_part() else {
-            return;
+            return false;
         };
         let mut addresses = HashMap::new();
         for entry in self.elections.values() {
@@ -51,6 +52,7 @@ impl ElectionTree {
                 }
             }
         }
+        let mut any = self.owner_addresses != addresses;
         self.owner_addresses = addresses;
         let names = &self.owner_addresses;
         let mut named = Vec::new();
@@ -58,6 +60,7 @@ impl ElectionTree {
             let renamed = entry
                 .election
                 .name_owners(|owner| names.get(&owner).map(|a| part.of(a)));
+            any |= renamed;
             if let Some(m) = entry.election.master().filter(|_| renamed) {
                 named.push((path.to_string(), Master::of(&m)));
             }
@@ -65,6 +68,7 @@ impl ElectionTree {
         for (path, master) in named {
             self.events.push((path, What::MasterNamed { master }));
         }
+        any
     }
 
     /// The record of sequential election `election` was read: its data and

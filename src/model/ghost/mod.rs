@@ -168,11 +168,34 @@ impl Track {
 }
 
 /// Tracks every session seen in `cons` and every owner asked about.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionTracker {
     sessions: HashMap<i64, Track>,
     /// Starts of the last two rounds: the pace the rounds actually keep.
     starts: (Option<Instant>, Option<Instant>),
+    /// Changes whenever a session's verdict changes (see
+    /// [`SessionTracker::stamp`]).
+    stamp: u64,
+}
+
+impl Default for SessionTracker {
+    fn default() -> Self {
+        Self {
+            sessions: HashMap::new(),
+            starts: (None, None),
+            stamp: crate::model::tree::new_stamp(),
+        }
+    }
+}
+
+/// What a session's liveness says to the outputs that judge masters:
+/// not judged, live, or a ghost (disconnected or silent alike).
+fn verdict(l: Liveness) -> u8 {
+    match l {
+        Liveness::Unknown(_) => 0,
+        Liveness::Connected => 1,
+        Liveness::Silent { .. } | Liveness::Disconnected { .. } => 2,
+    }
 }
 
 /// Sessions not mentioned for this long are forgotten.
@@ -183,6 +206,31 @@ impl SessionTracker {
     /// ephemeral nodes *when the round started*: an owner that appeared
     /// later may simply not have been connected yet when a member answered.
     pub fn observe(&mut self, round: Round<'_>, owners: impl IntoIterator<Item = i64>) {
+        let before: HashMap<i64, u8> = self
+            .sessions
+            .iter()
+            .map(|(sid, t)| (*sid, verdict(t.liveness())))
+            .collect();
+        self.observe_round(round, owners);
+        let changed = self.sessions.len() != before.len()
+            || self
+                .sessions
+                .iter()
+                .any(|(sid, t)| before.get(sid) != Some(&verdict(t.liveness())));
+        if changed {
+            self.stamp = crate::model::tree::new_stamp();
+        }
+    }
+
+    /// A value that changes whenever a session appears, goes, or its
+    /// verdict (not judged, live, ghost) changes, and that no tracker ever
+    /// had before: a reading of the masters taken at one stamp still holds
+    /// while it is the same. Packet counts and addresses leave it.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    fn observe_round(&mut self, round: Round<'_>, owners: impl IntoIterator<Item = i64>) {
         let end = round.finished.mono;
         let mut listed: HashMap<i64, (u64, Option<Duration>, &str)> = HashMap::new();
         for c in round.connections {
