@@ -10,6 +10,16 @@ use super::ghost::{Liveness, Round, SessionTracker};
 use super::timeline::{Master, What};
 
 impl ClusterState {
+    /// [`ghost_masters`](Self::ghost_masters) when `walk`, else none (no
+    /// session is a ghost, so no master is).
+    fn ghost_masters_if(&self, walk: bool) -> BTreeMap<String, (Master, &'static str)> {
+        if walk {
+            self.ghost_masters()
+        } else {
+            BTreeMap::new()
+        }
+    }
+
     /// Masters whose session the ghost check show as a ghost, by election,
     /// with how (`disconnected`, `silent`).
     pub fn ghost_masters(&self) -> BTreeMap<String, (Master, &'static str)> {
@@ -51,16 +61,28 @@ impl ClusterState {
         self.ensemble
             .get_or_insert_with(Default::default)
             .merge(polls);
-        let before = self.ghost_masters();
+        // Which masters are ghosts changes only with which owners are:
+        // while that set stays, no flag is raised or cleared, and the two
+        // walks over every election are spared.
+        let ghosts_before = self.ghost.as_ref().map(SessionTracker::ghost_owners);
+        let before = self.ghost_masters_if(ghosts_before.as_ref().is_none_or(|g| !g.is_empty()));
         self.ghost
             .get_or_insert_with(SessionTracker::default)
             .observe(round, owners);
+        let ghosts_after = self.ghost.as_ref().map(SessionTracker::ghost_owners);
+        let unchanged = ghosts_before.is_some() && ghosts_before == ghosts_after;
         if let Some(tracker) = &self.ghost {
             for tree in &mut self.trees {
                 tree.name_owners(|owner| tracker.address(owner));
             }
         }
         self.take_events(round.finished);
+        if unchanged {
+            if let Some(watchers) = watchers {
+                self.watchers_seen(&watchers);
+            }
+            return;
+        }
         let after = self.ghost_masters();
         for (election, (master, liveness)) in &after {
             if !before.contains_key(election) {

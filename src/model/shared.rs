@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use super::alerting::{Reading, ReadingCache};
-use super::cluster::{ClusterState, DiscoveryStatus, TreeChange};
+use super::cluster::{ClusterState, DiscoveryStatus, OwnersCache, TreeChange};
 use super::content::ContentKind;
 use super::ensemble::ServerPoll;
 use super::ghost::Round;
@@ -375,15 +375,28 @@ impl SharedCluster {
         self.write().lease_failed(id, why, message, now)
     }
 
-    /// Owner sessions of every tree's ephemeral nodes.
-    pub fn owners(&self) -> Vec<i64> {
-        self.read().owners()
+    /// The distinct owner sessions of every tree's ephemeral nodes, the
+    /// trees whose owners `cache` kept at their stamp not walked (see
+    /// [`ClusterState::distinct_owners`]).
+    pub fn distinct_owners(&self, cache: &mut OwnersCache) -> Vec<i64> {
+        self.read().distinct_owners(cache)
     }
 
-    /// The shortest session timeout among the owners, as `cons` reported.
-    pub fn shortest_owner_timeout(&self) -> Option<Duration> {
-        let g = self.read();
-        g.ghost.as_ref()?.shortest_timeout(g.owners())
+    /// Whether the next ghost-check round needs `dump` (see
+    /// [`SessionTracker::wants_expiries`](super::ghost::SessionTracker::wants_expiries)).
+    pub fn wants_expiries(&self) -> bool {
+        self.read()
+            .ghost
+            .as_ref()
+            .is_some_and(|g| g.wants_expiries())
+    }
+
+    /// The shortest session timeout among `owners`, as `cons` reported.
+    pub fn shortest_timeout_of(&self, owners: &[i64]) -> Option<Duration> {
+        self.read()
+            .ghost
+            .as_ref()?
+            .shortest_timeout(owners.iter().copied())
     }
 
     // --- the probe ---

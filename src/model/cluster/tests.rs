@@ -430,6 +430,7 @@ proptest::proptest! {
                         complete,
                         connections: &connections,
                         expiries: &[],
+                        dumped: false,
                     };
                     let owners = c.owners();
                     c.ghost_round(Vec::new(), round, owners, None);

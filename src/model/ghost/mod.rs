@@ -104,6 +104,9 @@ pub struct Round<'a> {
     pub connections: &'a [Connection],
     /// Expiry times from `dump`.
     pub expiries: &'a [(i64, Option<SystemTime>)],
+    /// Whether the round asked `dump`: without it the expiry times known
+    /// are forgotten (a later ghost must not show an old one).
+    pub dumped: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -176,6 +179,8 @@ pub struct SessionTracker {
     /// Changes whenever a session's verdict changes (see
     /// [`SessionTracker::stamp`]).
     stamp: u64,
+    /// The owners the last round was asked about.
+    owners: HashSet<i64>,
 }
 
 impl Default for SessionTracker {
@@ -184,6 +189,7 @@ impl Default for SessionTracker {
             sessions: HashMap::new(),
             starts: (None, None),
             stamp: crate::model::tree::new_stamp(),
+            owners: HashSet::new(),
         }
     }
 }
@@ -261,6 +267,11 @@ impl SessionTracker {
             t.unlisted = false;
             t.seen = end;
         }
+        if !round.dumped {
+            for t in self.sessions.values_mut() {
+                t.expiry = None;
+            }
+        }
         for (sid, expiry) in round.expiries {
             let t = self.sessions.entry(*sid).or_insert_with(|| Track::new(end));
             t.expiry = *expiry;
@@ -292,7 +303,32 @@ impl SessionTracker {
                 t.ghost_seen = Some(end);
             }
         }
+        self.owners = owners;
         self.starts = (self.starts.1, Some(round.started));
+    }
+
+    /// Whether an owner of a watched node was a ghost at the last round:
+    /// only then does the next round need `dump`, whose expiry times are
+    /// shown for ghost masters alone. `dump` lists every ephemeral node of
+    /// every session, a cost to the server that grows with the tree, while
+    /// `cons` lists connections only.
+    pub fn wants_expiries(&self) -> bool {
+        !self.ghost_owners().is_empty()
+    }
+
+    /// The owners of the last round judged ghosts now. Any ghost master is
+    /// one of them; other sessions that left (a client closed, a tool
+    /// that came and went) are not.
+    pub fn ghost_owners(&self) -> std::collections::BTreeSet<i64> {
+        self.owners
+            .iter()
+            .filter(|sid| {
+                self.sessions
+                    .get(sid)
+                    .is_some_and(|t| t.liveness().is_ghost())
+            })
+            .copied()
+            .collect()
     }
 
     /// Whether a round has been applied; before it nothing is known.

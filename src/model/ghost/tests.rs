@@ -37,6 +37,7 @@ fn observe(
             complete,
             connections,
             expiries: &[],
+            dumped: true,
         },
         owners.iter().copied(),
     );
@@ -173,6 +174,7 @@ fn expiry_from_dump() {
             complete: true,
             connections: &[],
             expiries: &[(7, Some(expiry))],
+            dumped: true,
         },
         [7],
     );
@@ -185,6 +187,80 @@ fn expiry_from_dump() {
         Some(Duration::ZERO)
     );
     assert_eq!(t.expires_in(8, SystemTime::UNIX_EPOCH), None);
+}
+
+/// `dump` lists every ephemeral node of the server: the check asks it only
+/// while an owner is a ghost (its expiry is then shown), and a round
+/// without it forgets the expiry times known.
+#[test]
+fn dump_is_wanted_only_while_an_owner_is_a_ghost() {
+    let t0 = Instant::now();
+    let mut t = SessionTracker::default();
+    observe(
+        &mut t,
+        t0,
+        (0, 10),
+        true,
+        &[conn(1, 5), conn(2, 5), conn(9, 1)],
+        &[1, 2],
+    );
+    assert!(!t.wants_expiries(), "every owner live");
+    // A session that is no owner leaves (a client closed): not wanted.
+    observe(
+        &mut t,
+        t0,
+        (100, 110),
+        true,
+        &[conn(1, 6), conn(2, 6)],
+        &[1, 2],
+    );
+    assert!(t.liveness(9).is_some_and(Liveness::is_ghost));
+    assert!(!t.wants_expiries(), "no owner is a ghost");
+    // Owner 2 loses its connection: wanted from the next round on.
+    observe(&mut t, t0, (200, 210), true, &[conn(1, 7)], &[1, 2]);
+    assert!(t.wants_expiries());
+    assert_eq!(t.ghost_owners(), [2].into());
+    let expiry = SystemTime::UNIX_EPOCH + Duration::from_secs(10);
+    t.observe(
+        Round {
+            started: ms(t0, 300),
+            finished: at(t0, 310),
+            complete: true,
+            connections: &[conn(1, 8)],
+            expiries: &[(2, Some(expiry))],
+            dumped: true,
+        },
+        [1, 2],
+    );
+    assert!(t.expires_in(2, SystemTime::UNIX_EPOCH).is_some());
+    // Its node is gone (the session expired): no owner is a ghost, and a
+    // round without `dump` forgets the expiry it knew.
+    t.observe(
+        Round {
+            started: ms(t0, 400),
+            finished: at(t0, 410),
+            complete: true,
+            connections: &[conn(1, 9)],
+            expiries: &[],
+            dumped: false,
+        },
+        [1],
+    );
+    assert!(!t.wants_expiries());
+    assert_eq!(t.expires_in(2, SystemTime::UNIX_EPOCH), None);
+}
+
+/// The stamp moves with a verdict, not with traffic.
+#[test]
+fn the_stamp_moves_when_a_verdict_changes_only() {
+    let t0 = Instant::now();
+    let mut t = SessionTracker::default();
+    observe(&mut t, t0, (0, 10), true, &[conn(1, 5)], &[1]);
+    let live = t.stamp();
+    observe(&mut t, t0, (100, 110), true, &[conn(1, 6)], &[1]);
+    assert_eq!(t.stamp(), live, "packets, still live");
+    observe(&mut t, t0, (200, 210), true, &[], &[1]);
+    assert_ne!(t.stamp(), live, "disconnected");
 }
 
 #[test]

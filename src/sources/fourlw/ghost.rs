@@ -24,6 +24,7 @@ use crate::fourlw::parse::{self, Refusal};
 use crate::fourlw::{Command, Failure, Reply};
 use crate::model::Now;
 use crate::model::SharedCluster;
+use crate::model::cluster::OwnersCache;
 use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
 use crate::model::ghost::{Round, auto_interval, round_complete};
@@ -44,12 +45,13 @@ pub struct GhostCheck {
 /// Polls until `shutdown` flips to true.
 pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
     let mut refused: HashSet<(String, Command)> = HashSet::new();
+    let mut owners = OwnersCache::default();
     loop {
         let started = Instant::now();
-        poll_once(&d, &state, &mut refused).await;
+        let asked = poll_once(&d, &state, &mut refused, &mut owners).await;
         let interval = match d.pace {
             ConsInterval::Every(interval) => interval,
-            ConsInterval::Auto => auto_interval(state.shortest_owner_timeout()),
+            ConsInterval::Auto => auto_interval(state.shortest_timeout_of(&asked)),
         };
         tokio::select! {
             _ = tokio::time::sleep_until((started + interval).into()) => {}
@@ -191,16 +193,22 @@ async fn ask_dump(
     .await
 }
 
-/// One round: `cons` and `dump` of every member, then the tracker.
+/// One round: `cons` of every member (and `dump` while an owner is a
+/// ghost, see [`SharedCluster::wants_expiries`]), then the tracker. The
+/// distinct owners asked about are returned; `cache` keeps each tree's
+/// owners while the tree does not change.
 pub async fn poll_once(
     d: &GhostCheck,
     state: &SharedCluster,
     refused: &mut HashSet<(String, Command)>,
-) {
+    cache: &mut OwnersCache,
+) -> Vec<i64> {
     let started = Instant::now();
     let servers = state.servers_to_poll(&d.servers);
-    let (owners, ensemble_size) = (state.owners(), state.ensemble_size());
-    let polls: Vec<ServerPoll> = join_all(servers.iter().map(|server| ask_member(d, server))).await;
+    let (owners, ensemble_size) = (state.distinct_owners(cache), state.ensemble_size());
+    let dump = state.wants_expiries();
+    let polls: Vec<ServerPoll> =
+        join_all(servers.iter().map(|server| ask_member(d, server, dump))).await;
     let mut seen = Seen::default();
     for poll in &polls {
         for e in &poll.exchanges {
@@ -213,17 +221,24 @@ pub async fn poll_once(
         complete: round_complete(servers.len(), seen.answered_cons, ensemble_size),
         connections: &seen.connections,
         expiries: &seen.expiries,
+        dumped: dump,
     };
-    state.ghost_round(polls, round, owners, seen.watchers);
+    state.ghost_round(polls, round, owners.clone(), seen.watchers);
+    owners
 }
 
-/// `cons` and `dump` of one member at once (and `wchp` when asked).
-async fn ask_member(d: &GhostCheck, server: &str) -> ServerPoll {
-    let (cons, dump) = tokio::join!(
-        ask_cons(server, d.timeout, d.tls.as_ref()),
-        ask_dump(server, d.timeout, d.tls.as_ref())
-    );
-    let mut exchanges = vec![cons, dump];
+/// `cons` of one member, with `dump` at once when `dump` (and `wchp` when
+/// asked).
+async fn ask_member(d: &GhostCheck, server: &str, dump: bool) -> ServerPoll {
+    let mut exchanges = if dump {
+        let (cons, dump) = tokio::join!(
+            ask_cons(server, d.timeout, d.tls.as_ref()),
+            ask_dump(server, d.timeout, d.tls.as_ref())
+        );
+        vec![cons, dump]
+    } else {
+        vec![ask_cons(server, d.timeout, d.tls.as_ref()).await]
+    };
     if d.watches {
         exchanges.push(ask(server, Command::Wchp, d.timeout, d.tls.as_ref()).await);
     }
