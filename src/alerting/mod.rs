@@ -1,5 +1,6 @@
 //! The alerting agent: every half second, reads each cluster's alert
-//! conditions (under a brief read lock), updates the [`Book`], and pushes
+//! conditions (under a brief read lock; a tree is walked again only once it
+//! changed, see [`ReadingCache`]), updates the [`Book`], and pushes
 //! what changed to every configured Alertmanager; resends active alerts
 //! every `resend_interval`, marks resolved ones with `endsAt`, retries
 //! failed deliveries with backoff. Sends run apart from the watch and from
