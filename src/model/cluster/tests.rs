@@ -17,6 +17,19 @@ fn listing(n: usize) -> Vec<(String, Vec<ChildNode>)> {
     (0..n).map(|i| (format!("/b/{i:03}"), vec![])).collect()
 }
 
+/// One election set `/b/*` (identities from the data), its session not
+/// yet started; `four_letter_words` as the cluster's setting.
+fn bots(four_letter_words: bool) -> ClusterState {
+    ClusterState::new(
+        "c".into(),
+        vec![Tree::elections(
+            TreePattern::parse("/b/*").unwrap(),
+            crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
+        )],
+        four_letter_words,
+    )
+}
+
 #[test]
 fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
     let trees = vec![
@@ -237,14 +250,7 @@ fn a_split_brain_seen_before_any_election_agreed_is_unconfirmed_and_held() {
 #[test]
 fn a_master_the_ghost_check_has_not_listed_yet_is_unjudged_not_live() {
     use crate::model::alerting::Kind;
-    let mut c = ClusterState::new(
-        "c".into(),
-        vec![Tree::elections(
-            TreePattern::parse("/b/*").unwrap(),
-            crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
-        )],
-        true,
-    );
+    let mut c = bots(true);
     let t0 = Instant::now();
     let now = crate::model::Now {
         mono: t0,
@@ -332,14 +338,7 @@ proptest::proptest! {
         use crate::model::ghost::Round;
         use std::time::Duration;
         let window = Duration::from_secs(60);
-        let mut c = ClusterState::new(
-            "c".into(),
-            vec![Tree::elections(
-                TreePattern::parse("/b/*").unwrap(),
-                crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
-            )],
-            true,
-        );
+        let mut c = bots(true);
         let id = c.trees[0].id();
         let t0 = Instant::now();
         let mut secs = 0u64;
@@ -463,14 +462,7 @@ proptest::proptest! {
 fn a_quiet_tree_is_not_walked_again_and_a_change_is_seen() {
     use crate::model::alerting::{Kind, ReadingCache};
     use std::sync::Arc;
-    let mut c = ClusterState::new(
-        "c".into(),
-        vec![Tree::elections(
-            TreePattern::parse("/b/*").unwrap(),
-            crate::model::election_tree::ElectionSpec::from(IdentityMode::Data),
-        )],
-        false,
-    );
+    let mut c = bots(false);
     let id = c.trees[0].id();
     let t = now();
     c.session_started(1, std::time::Duration::from_secs(10), t.wall);
