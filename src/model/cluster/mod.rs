@@ -7,7 +7,12 @@ use std::time::Duration;
 
 use super::content::ContentKind;
 use super::ensemble;
-use super::{carry, ghost, histogram, session, tree};
+use super::{carry, ghost, session, tree};
+
+mod owners;
+mod probe;
+pub use owners::OwnersCache;
+pub use probe::ProbeStats;
 
 /// Everything known about one configured cluster.
 #[derive(Debug)]
@@ -47,27 +52,6 @@ pub struct ClusterState {
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
     pub export: super::export::ExportRecord,
-}
-
-/// What the failover probe measured.
-#[derive(Debug, Clone)]
-pub struct ProbeStats {
-    /// Master session closed → standby sees itself master.
-    pub failover: histogram::Histogram,
-    /// Master session abandoned → standby sees itself master (expiry).
-    pub expiry: histogram::Histogram,
-    /// Rounds that failed (no rights, timeouts, connection trouble).
-    pub errors: u64,
-}
-
-impl Default for ProbeStats {
-    fn default() -> Self {
-        Self {
-            failover: histogram::Histogram::new(histogram::LATENCY_BUCKETS),
-            expiry: histogram::Histogram::new(histogram::PERIOD_BUCKETS),
-            errors: 0,
-        }
-    }
 }
 
 /// What the last discovery walk found.
@@ -604,45 +588,6 @@ impl ClusterState {
             .filter_map(|t| t.as_groups())
             .find_map(|g| g.group(path))
     }
-
-    /// Owner sessions of the ephemeral nodes of every tree.
-    pub fn owners(&self) -> Vec<i64> {
-        self.trees.iter().flat_map(|t| t.owners()).collect()
-    }
-
-    /// The distinct owner sessions of every tree's ephemeral nodes; a
-    /// tree whose stamp is the one `cache` kept its owners at is not
-    /// walked again. A million quiet elections held by a few sessions are
-    /// a few sessions, found without a walk.
-    pub fn distinct_owners(&self, cache: &mut OwnersCache) -> Vec<i64> {
-        cache
-            .trees
-            .retain(|id, _| self.trees.iter().any(|t| t.id() == *id));
-        let mut all = std::collections::BTreeSet::new();
-        for tree in &self.trees {
-            let kept = cache
-                .trees
-                .get(&tree.id())
-                .filter(|(stamp, _)| *stamp == tree.stamp());
-            match kept {
-                Some((_, owners)) => all.extend(owners.iter().copied()),
-                None => {
-                    let owners: std::collections::BTreeSet<i64> =
-                        tree.owners().into_iter().filter(|o| *o != 0).collect();
-                    all.extend(owners.iter().copied());
-                    cache.trees.insert(tree.id(), (tree.stamp(), owners));
-                }
-            }
-        }
-        all.into_iter().collect()
-    }
-}
-
-/// The distinct owners of each tree, kept with the tree's stamp by whoever
-/// asks again and again (the ghost check, once a round).
-#[derive(Debug, Default)]
-pub struct OwnersCache {
-    trees: std::collections::HashMap<tree::TreeId, (u64, std::collections::BTreeSet<i64>)>,
 }
 
 #[cfg(test)]
