@@ -50,6 +50,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::database::{Database, Engine, Renewer, lease, until_lease_agrees};
+use common::ongoing::Ongoing;
 use common::program::{mixin_rules, prometheus, query};
 use common::receiver::{Receiver, hooked_alertmanager};
 use common::*;
@@ -65,38 +66,6 @@ const QUIET: Duration = Duration::from_secs(17);
 
 /// The window of flapping and epoch regressions, for rules and agents.
 const WINDOW: &str = "30s";
-
-/// A trouble kept up by a task until stopped.
-struct Ongoing {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Ongoing {
-    /// Runs `step` every `every` until [`Ongoing::stop`].
-    fn start<F, Fut>(every: Duration, mut step: F) -> Self
-    where
-        F: FnMut(u64) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut round = 0;
-            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
-                round += 1;
-                step(round).await;
-                tokio::time::sleep(every).await;
-            }
-        });
-        Self { stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.task.await.expect("the trouble's task");
-    }
-}
 
 /// Every alert the agent can push (docs/runbooks.md).
 const PUSHED: [&str; 9] = [

@@ -15,6 +15,7 @@ mod http;
 pub mod kdc;
 pub mod layout;
 mod metrics;
+pub mod ongoing;
 pub mod payloads;
 pub mod pki;
 pub mod program;
