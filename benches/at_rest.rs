@@ -8,7 +8,8 @@
 //! ZooKeeper's CPU is measured alone first, over a quiet minute of the
 //! same run with the same candidate sessions connected, so what the agent
 //! adds to it is the difference. Also start → `/ready`, RSS after the
-//! quiet minute, and SIGTERM → exit.
+//! quiet minute, the next minute with a scrape every 15 s, and SIGTERM →
+//! exit.
 //!
 //! Run: `cargo bench --bench at_rest -- [N ...]` (default 100000 and
 //! 1000000; each N on a fresh ZooKeeper with a 6 GiB heap; about 15
@@ -31,6 +32,8 @@ const QUIET: Duration = Duration::from_secs(60);
 /// From `/ready` to the quiet minute: the first ghost-check rounds, the
 /// read-back from Alertmanager and the first four-letter words are done.
 const SETTLE: Duration = Duration::from_secs(15);
+/// Prometheus's usual scrape interval.
+const SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
 
 /// The pid of the JVM of `zk` (its command line names its log folder).
 fn zk_pid(zk: &ZkServer) -> u32 {
@@ -101,7 +104,19 @@ async fn lay_out(zk: &ZkServer, base: &str, n: usize) -> Vec<zookeeper_client::C
 
 /// Starts the agent; returns it once `/ready` answers 200, and how long
 /// that took from the process start.
-fn start_agent(config: &str) -> (Child, Duration) {
+/// The agent started, and the port its web server listens on.
+struct Agent {
+    child: Child,
+    port: u16,
+}
+
+impl Agent {
+    fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+fn start_agent(config: &str) -> (Agent, Duration) {
     let dir = temp_dir("at-rest-agent");
     let port = free_port();
     std::fs::write(
@@ -126,7 +141,7 @@ fn start_agent(config: &str) -> (Child, Duration) {
             other => Err(format!("{other:?}")),
         },
     );
-    (agent, started.elapsed())
+    (Agent { child: agent, port }, started.elapsed())
 }
 
 /// SIGTERM, then how long until the process has exited.
@@ -164,7 +179,21 @@ async fn at_rest(n: usize) {
     tokio::time::sleep(SETTLE).await;
     let both = cpu_over(&[agent.id(), zk_jvm], QUIET).await;
     let rss = rss_mib(agent.id());
-    let term = terminate(agent);
+    // The next minute as Prometheus would see it: a scrape every 15 s.
+    let port = agent.port;
+    let scraper = tokio::task::spawn_blocking(move || {
+        let mut bytes = 0;
+        for _ in 0..QUIET.as_secs() / SCRAPE_INTERVAL.as_secs() {
+            if let Ok((200, body)) = http_get(port, "/metrics") {
+                bytes = body.len();
+            }
+            std::thread::sleep(SCRAPE_INTERVAL);
+        }
+        bytes
+    });
+    let scraped = cpu_over(&[agent.id(), zk_jvm], QUIET).await;
+    let body = scraper.await.unwrap_or(0);
+    let term = terminate(agent.child);
     println!(
         "(r) {n} elections × 2 candidates, the agent's defaults and [alerting], a quiet minute: \
          agent {:.2} % of a core (target 1 %); ZooKeeper {:.2} % of a core with it, {:.2} % alone: \
@@ -175,6 +204,13 @@ async fn at_rest(n: usize) {
         alone * 100.0,
         (both[1] - alone) * 100.0,
         receiver.all().len(),
+    );
+    println!(
+        "(r) {n} elections, the next minute scraped every {SCRAPE_INTERVAL:?} ({:.1} MiB a body): \
+         agent {:.2} % of a core; ZooKeeper +{:.2} %",
+        body as f64 / 1048576.0,
+        scraped[0] * 100.0,
+        (scraped[1] - alone) * 100.0,
     );
     drop(holders);
     drop(am);

@@ -125,6 +125,12 @@ impl Delivery {
         }
     }
 
+    /// Whether nothing is owed, in flight or waiting for a retry: no send
+    /// can come due with time alone.
+    pub fn idle(&self) -> bool {
+        !self.dirty && !self.in_flight && self.resolved.is_empty() && self.retry_at.is_none()
+    }
+
     /// Whether the last attempt failed.
     pub fn failing(&self) -> bool {
         self.failing
@@ -190,6 +196,27 @@ mod tests {
         let owed: Vec<&str> = d.resolved().map(|(k, _, _)| k.2.as_str()).collect();
         assert_eq!(owed, ["/b"]);
         assert!(d.due(&book(), now, wall, Duration::from_secs(60)).0);
+    }
+
+    #[test]
+    fn it_is_idle_only_with_nothing_owed_in_flight_or_to_retry() {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let mut d = Delivery::default();
+        assert!(d.idle());
+        d.enqueue(&[resolution("/a")], wall, 40);
+        assert!(!d.idle(), "owed");
+        d.start();
+        assert!(!d.idle(), "in flight");
+        d.on_done(&done(1, false), now);
+        assert!(!d.idle(), "a retry is due");
+        d.start();
+        d.on_done(&done(1, true), now);
+        assert!(d.idle(), "delivered");
+        // A change with nothing left to say is dropped at the next look.
+        d.enqueue(&[], wall, 40);
+        assert!(!d.idle());
+        assert!(!d.due(&book(), now, wall, Duration::from_secs(60)).0);
+        assert!(d.idle());
     }
 
     #[test]

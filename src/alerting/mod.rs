@@ -1,10 +1,16 @@
-//! The alerting agent: every half second, reads each cluster's alert
-//! conditions (under a brief read lock; a tree is walked again only once it
-//! changed, see [`ReadingCache`]), updates the [`Book`], and pushes
-//! what changed to every configured Alertmanager; resends active alerts
-//! every `resend_interval`, marks resolved ones with `endsAt`, retries
-//! failed deliveries with backoff. Sends run apart from the watch and from
-//! one another: a hung Alertmanager delays nothing else.
+//! The alerting agent: reads each cluster's alert conditions (under a
+//! brief read lock; a tree is walked again only once it changed, see
+//! [`ReadingCache`]), updates the [`Book`], and pushes what changed to
+//! every configured Alertmanager; resends active alerts every
+//! `resend_interval`, marks resolved ones with `endsAt`, retries failed
+//! deliveries with backoff. Sends run apart from the watch and from one
+//! another: a hung Alertmanager delays nothing else.
+//!
+//! It reads when a source wrote to a cluster, at most every half second,
+//! and every half second while time alone can change something (a hold
+//! being waited out, an alert firing, a delivery owed, a condition whose
+//! window passes, the agent's session lost). At rest, with every election
+//! healthy and nothing owed, it sleeps until the models change.
 //!
 //! What the [`Book`] decides (what fires, what resolved) is pure; this
 //! module is its I/O: one `Delivery` per Alertmanager says when a send is
@@ -26,10 +32,12 @@ use crate::config::alerting::AlertingConfig;
 use crate::model::alerting::{
     Book, Changes, Key, Kind, PushStats, Reading, ReadingCache, Thresholds,
 };
+use crate::model::changes::WriteWatch;
 use crate::model::{Roster, SharedCluster};
 use delivery::{Delivery, Done};
 
-/// How often conditions are read.
+/// The least time between two readings, and how often conditions are read
+/// while time alone can change something.
 const TICK: Duration = Duration::from_millis(500);
 
 /// The holds and cap `cfg` gives the [`Book`].
@@ -59,6 +67,8 @@ struct Pusher {
     /// at rest no tick walks an election.
     caches: HashMap<String, ReadingCache>,
     sends: JoinSet<Sent>,
+    /// Whether the last readings showed no condition at all.
+    quiet: bool,
 }
 
 /// Runs until `stop` turns true, then hands back what fires, so a pusher
@@ -82,16 +92,33 @@ pub async fn run(
         let names: Vec<String> = clusters.now().iter().map(SharedCluster::name).collect();
         reading_back.spawn(read_back(pusher.cfg.clone(), pusher.stats.clone(), names));
     }
+    let mut changes = WriteWatch::new(&clusters);
+    // Something to read: the models changed, or the book took in what
+    // Alertmanager had. The first reading is at once.
+    let mut woken = true;
+    let start = tokio::time::Instant::now();
+    let mut last = start.checked_sub(TICK).unwrap_or(start);
     loop {
+        let paced = woken || !pusher.at_rest();
         tokio::select! {
-            _ = tokio::time::sleep(TICK) => {}
+            _ = tokio::time::sleep_until(last + TICK), if paced => {}
+            _ = changes.next(), if !woken => {
+                woken = true;
+                continue;
+            }
             _ = stop.wait_for(|s| *s) => return pusher.stop(),
-            Some(found) = reading_back.join_next(), if !reading_back.is_empty() => match found {
-                Ok(found) => pusher.adopt(found),
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(_) => {}
-            },
+            Some(found) = reading_back.join_next(), if !reading_back.is_empty() => {
+                match found {
+                    Ok(found) => pusher.adopt(found),
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => {}
+                }
+                woken = true;
+                continue;
+            }
         }
+        woken = false;
+        last = tokio::time::Instant::now();
         let (now, wall) = (Instant::now(), SystemTime::now());
         let flap_window = Kind::MasterFlapping.window_in(&thresholds(&pusher.cfg));
         let roster = clusters.now();
@@ -108,6 +135,9 @@ pub async fn run(
             })
             .collect();
         let names: Vec<String> = readings.iter().map(|r| r.0.clone()).collect();
+        pusher.quiet = readings
+            .iter()
+            .all(|(_, r, connected)| *connected && r.conditions.is_empty());
         pusher.read(readings, now, wall);
         pusher.publish(&names, now, wall);
         pusher.reap(now);
@@ -186,7 +216,19 @@ impl Pusher {
             lost_since: HashMap::new(),
             caches: HashMap::new(),
             sends: JoinSet::new(),
+            quiet: false,
         }
+    }
+
+    /// Whether time alone can change nothing: the last readings showed no
+    /// condition, the book waits for nothing, every Alertmanager has what
+    /// it is owed. Only a change of the models then calls for a reading.
+    fn at_rest(&self) -> bool {
+        self.quiet
+            && self.book.at_rest()
+            && self.lost_since.is_empty()
+            && self.sends.is_empty()
+            && self.deliveries.iter().all(Delivery::idle)
     }
 
     /// Hands the book what Alertmanager has firing under this agent's

@@ -253,6 +253,14 @@ impl Book {
         self.firing.is_empty()
     }
 
+    /// Whether time alone can change nothing here: nothing fires (no
+    /// resend due), waits out a hold, or waits for its first reading.
+    /// Readings with no condition then change the book only when the
+    /// models change.
+    pub fn at_rest(&self) -> bool {
+        self.firing.is_empty() && self.pending.is_empty() && self.adopted.is_empty()
+    }
+
     /// Applies `cluster`'s reading at `now`. A stale reading keeps what
     /// fires as it is. `session_lost_since` is when the agent's session
     /// stopped being connected (measured by the caller). At most

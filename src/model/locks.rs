@@ -72,6 +72,15 @@ struct Contender {
     owner: i64,
 }
 
+/// How a lock's holders moved.
+#[derive(Debug, Default)]
+struct Settled {
+    /// Holds that started (node, owner).
+    started: Vec<(String, i64)>,
+    /// Holds that ended (node, since when it was held).
+    ended: Vec<(String, Instant)>,
+}
+
 /// One lock: its contenders in sequence order and its current holders.
 #[derive(Debug, Clone, Default)]
 pub struct Lock {
@@ -135,15 +144,8 @@ impl Lock {
     /// Moves the holders to what the contenders say. `count` is false for
     /// the first listing; `seen` is true for events (a hold starting now),
     /// false for listings. Ended holds whose start was seen go to `ended`.
-    /// Returns the counted new holders (node and owner), for the timeline.
-    fn settle(
-        &mut self,
-        now: Instant,
-        count: bool,
-        seen: bool,
-        ended: &mut Histogram,
-    ) -> Vec<(String, i64)> {
-        let mut acquired = Vec::new();
+    fn settle(&mut self, now: Instant, count: bool, seen: bool, ended: &mut Histogram) -> Settled {
+        let mut settled = Settled::default();
         let rightful = self.rightful();
         let gone: Vec<String> = self
             .holding
@@ -152,8 +154,11 @@ impl Lock {
             .cloned()
             .collect();
         for name in gone {
-            if let Some((since, true)) = self.holding.remove(&name) {
-                ended.observe(now.saturating_duration_since(since).as_secs_f64());
+            if let Some((since, watched)) = self.holding.remove(&name) {
+                if watched {
+                    ended.observe(now.saturating_duration_since(since).as_secs_f64());
+                }
+                settled.ended.push((name, since));
             }
         }
         for name in rightful {
@@ -163,16 +168,20 @@ impl Lock {
                 slot.insert((now, seen));
                 if count {
                     self.acquisitions += 1;
-                    let owner = self
-                        .contenders
-                        .iter()
-                        .find(|((_, n), _)| *n == name)
-                        .map_or(0, |(_, c)| c.owner);
-                    acquired.push((name, owner));
                 }
+                let owner = self.owner_of(&name);
+                settled.started.push((name, owner));
             }
         }
-        acquired
+        settled
+    }
+
+    /// The session owning contender `name` (0: not known).
+    fn owner_of(&self, name: &str) -> i64 {
+        self.contenders
+            .iter()
+            .find(|((_, n), _)| n == name)
+            .map_or(0, |(_, c)| c.owner)
     }
 
     fn upsert(&mut self, child: &ChildNode) {
@@ -207,8 +216,11 @@ pub struct LockTree {
     holds: Histogram,
     /// Timeline entries not yet taken by the cluster (lock, what).
     events: Vec<(String, What)>,
-    /// Holds already told as longer than `max_hold` (lock, holder).
-    long: BTreeSet<(String, String)>,
+    /// Holds not yet told as longer than `max_hold`, by start (start,
+    /// lock, holder): the soonest to pass it is the first, so nothing
+    /// walks the locks to find it. A hold that ended before is dropped
+    /// when its turn comes.
+    starts: BTreeSet<(Instant, String, String)>,
 }
 
 impl LockTree {
@@ -218,41 +230,50 @@ impl LockTree {
             locks: BTreeMap::new(),
             holds: Histogram::new(PERIOD_BUCKETS),
             events: Vec::new(),
-            long: BTreeSet::new(),
+            starts: BTreeSet::new(),
         }
     }
 
     /// Records, once per hold, the holds that passed `max_hold` by `now`
-    /// (timed from when the agent saw them start, as the metric).
+    /// (timed from when the agent saw them start, as the metric). Only the
+    /// holds due are looked at.
     pub fn note_long_holds(&mut self, now: Instant) {
         let Some(max) = self.spec.max_hold else {
             return;
         };
-        let mut current = BTreeSet::new();
-        for (path, lock) in &self.locks {
-            for (holder, (since, _)) in &lock.holding {
-                let key = (path.clone(), holder.clone());
-                let held = now.saturating_duration_since(*since);
-                if held > max && !self.long.contains(&key) {
-                    let owner = lock
-                        .contenders
-                        .iter()
-                        .find(|((_, n), _)| n == holder)
-                        .map_or(0, |(_, c)| c.owner);
-                    let holder = Master {
-                        node: holder.clone(),
-                        identity: holder.clone(),
-                        owner,
-                    };
-                    self.events
-                        .push((path.clone(), What::LockHeldLong { holder, held }));
-                }
-                if held > max {
-                    current.insert(key);
-                }
+        while let Some(first) = self.starts.first() {
+            if now.saturating_duration_since(first.0) <= max {
+                break;
             }
+            let Some((since, path, node)) = self.starts.pop_first() else {
+                break;
+            };
+            // Still the same hold: a hold that ended, or one that ended and
+            // started again, has another start or none.
+            let Some(lock) = self.locks.get(&path) else {
+                continue;
+            };
+            if lock.holding.get(&node).map(|h| h.0) != Some(since) {
+                continue;
+            }
+            let holder = Master {
+                owner: lock.owner_of(&node),
+                identity: node.clone(),
+                node,
+            };
+            let held = now.saturating_duration_since(since);
+            self.events
+                .push((path, What::LockHeldLong { holder, held }));
         }
-        self.long = current;
+    }
+
+    /// When the next hold passes `max_hold`, if one can: when
+    /// [`LockTree::note_long_holds`] has something to tell.
+    pub fn next_long_hold(&self) -> Option<Instant> {
+        let max = self.spec.max_hold?;
+        let (since, _, _) = self.starts.first()?;
+        // Passing means longer than: the first instant after.
+        Some(*since + max + Duration::from_millis(1))
     }
 
     /// Timeline entries since the last call.
@@ -260,7 +281,21 @@ impl LockTree {
         std::mem::take(&mut self.events)
     }
 
-    fn acquired(&mut self, lock: &str, holders: Vec<(String, i64)>) {
+    /// How `lock`'s holders moved at `now`: the holds that started are
+    /// timed for `max_hold` and, when they `count`, told as acquisitions.
+    fn settled(&mut self, lock: &str, settled: Settled, now: Instant, count: bool) {
+        for (node, since) in settled.ended {
+            self.starts.remove(&(since, lock.to_owned(), node));
+        }
+        let holders = settled.started;
+        if self.spec.max_hold.is_some() {
+            for (node, _) in &holders {
+                self.starts.insert((now, lock.to_owned(), node.clone()));
+            }
+        }
+        if !count {
+            return;
+        }
         for (node, owner) in holders {
             let holder = Master {
                 identity: node.clone(),
@@ -309,13 +344,15 @@ impl TreeContent for LockTree {
             for child in &children {
                 lock.upsert(child);
             }
-            let acquired = lock.settle(now.mono, resync, false, &mut self.holds);
-            self.acquired(&path, acquired);
+            let settled = lock.settle(now.mono, resync, false, &mut self.holds);
+            self.settled(&path, settled, now.mono, resync);
         }
     }
 
     fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, _now: Now) {
         self.locks.retain(|path, _| keep(path));
+        let locks = &self.locks;
+        self.starts.retain(|(_, path, _)| locks.contains_key(path));
     }
 
     fn parent_created(&mut self, path: &str, _now: Now) {
@@ -323,21 +360,25 @@ impl TreeContent for LockTree {
     }
 
     fn parent_deleted(&mut self, path: &str, _now: Now) {
-        self.locks.remove(path);
+        if let Some(lock) = self.locks.remove(path) {
+            for (node, (since, _)) in lock.holding {
+                self.starts.remove(&(since, path.to_owned(), node));
+            }
+        }
     }
 
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
         let lock = self.locks.entry(parent.to_owned()).or_default();
         lock.upsert(&child);
-        let acquired = lock.settle(now.mono, true, true, &mut self.holds);
-        self.acquired(parent, acquired);
+        let settled = lock.settle(now.mono, true, true, &mut self.holds);
+        self.settled(parent, settled, now.mono, true);
     }
 
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
         if let Some(lock) = self.locks.get_mut(parent) {
             lock.remove(name);
-            let acquired = lock.settle(now.mono, true, true, &mut self.holds);
-            self.acquired(parent, acquired);
+            let settled = lock.settle(now.mono, true, true, &mut self.holds);
+            self.settled(parent, settled, now.mono, true);
         }
     }
 
@@ -383,138 +424,4 @@ impl TreeContent for LockTree {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::time::SystemTime;
-
-    fn node(name: &str) -> ChildNode {
-        ChildNode {
-            name: name.into(),
-            data: Vec::new(),
-            ephemeral_owner: 7,
-            ctime_ms: 0,
-        }
-    }
-
-    fn at(base: Instant, secs: u64) -> Now {
-        Now {
-            mono: base + Duration::from_secs(secs),
-            wall: SystemTime::UNIX_EPOCH,
-        }
-    }
-
-    const KAZOO: &str = "7c2e1f3a9b1d__lock__";
-
-    #[test]
-    fn the_lowest_holds_a_released_lock_is_normal_and_holds_are_timed() {
-        let t = Instant::now();
-        let mut tree = LockTree::new(LockSpec::default());
-        let a = format!("{KAZOO}0000000003");
-        let b = format!("{KAZOO}0000000004");
-        tree.apply_listing(
-            vec![("/locks/r".into(), vec![node(&b), node(&a)])],
-            at(t, 0),
-            false,
-        );
-        let lock = tree.lock("/locks/r").unwrap();
-        assert_eq!(
-            (lock.holders(), lock.waiters(), lock.acquisitions()),
-            (1, 1, 0)
-        );
-        assert_eq!(lock.hold(at(t, 5).mono), Some(Duration::from_secs(5)));
-        // The holder releases: the waiter acquires.
-        tree.child_deleted("/locks/r", &a, at(t, 10));
-        let lock = tree.lock("/locks/r").unwrap();
-        assert_eq!(
-            (lock.holders(), lock.waiters(), lock.acquisitions()),
-            (1, 0, 1)
-        );
-        assert_eq!(
-            tree.hold_histogram().count(),
-            0,
-            "the hold found by the listing ended, but its start was not seen"
-        );
-        // Released entirely: not held, nobody waits, nothing is wrong.
-        tree.child_deleted("/locks/r", &b, at(t, 12));
-        let lock = tree.lock("/locks/r").unwrap();
-        assert!(!lock.held());
-        assert_eq!((lock.holders(), lock.waiters()), (0, 0));
-        assert_eq!(tree.hold_histogram().count(), 1);
-        assert_eq!(tree.hold_histogram().sum(), 2.0, "held from 10 s to 12 s");
-    }
-
-    #[test]
-    fn readers_ahead_of_the_first_writer_hold_together() {
-        let t = Instant::now();
-        let mut tree = LockTree::new(LockSpec::default());
-        let names = [
-            "__rlock__0000000001",
-            "_c_x-__READ__0000000002",
-            "__wlock__0000000003",
-            "__rlock__0000000004",
-        ];
-        tree.apply_listing(
-            vec![("/rw".into(), names.iter().map(|n| node(n)).collect())],
-            at(t, 0),
-            false,
-        );
-        let lock = tree.lock("/rw").unwrap();
-        assert_eq!((lock.holders(), lock.waiters()), (2, 2));
-        tree.child_deleted("/rw", names[0], at(t, 1));
-        tree.child_deleted("/rw", names[1], at(t, 2));
-        let lock = tree.lock("/rw").unwrap();
-        assert_eq!((lock.holders(), lock.waiters()), (1, 1), "the writer alone");
-        tree.child_deleted("/rw", names[2], at(t, 3));
-        assert_eq!(tree.lock("/rw").unwrap().holders(), 1, "then the reader");
-    }
-
-    #[test]
-    fn recipe_names_are_recognised() {
-        assert!(lock_named("7c2e__lock__0000000001"));
-        assert!(lock_named("_c_5b3c-lock-0000000001"));
-        assert!(lock_named("_c_5b3c-__READ__0000000001"));
-        assert!(!lock_named("instance_0000000001"));
-        assert!(!lock_named("_c_5b3c-latch-0000000001"));
-        assert_eq!(Mode::of("x__WRIT__0000000001"), Mode::Write);
-    }
-
-    proptest! {
-        /// Whatever the order of arrivals and departures, an exclusive lock
-        /// has at most one holder, a holder whenever anyone contends, and
-        /// every hold that started while watched is counted once.
-        #[test]
-        fn an_exclusive_lock_has_one_holder_and_counts_every_hold(
-            ops in prop::collection::vec((any::<bool>(), 0usize..6), 1..80),
-        ) {
-            let t = Instant::now();
-            let mut tree = LockTree::new(LockSpec::default());
-            tree.apply_listing(vec![("/l".into(), vec![])], at(t, 0), false);
-            let mut seq = 0;
-            let mut live: Vec<String> = Vec::new();
-            let mut holds = 0u64;
-            let mut holder: Option<String> = None;
-            for (i, (join, pick)) in ops.into_iter().enumerate() {
-                let now = at(t, i as u64 + 1);
-                if join || live.is_empty() {
-                    seq += 1;
-                    let name = format!("{KAZOO}{seq:010}");
-                    live.push(name.clone());
-                    tree.child_upserted("/l", node(&name), now);
-                } else {
-                    let name = live.remove(pick % live.len());
-                    tree.child_deleted("/l", &name, now);
-                }
-                let lowest = live.first().cloned();
-                if lowest.is_some() && lowest != holder {
-                    holds += 1;
-                }
-                holder = lowest;
-                let lock = tree.lock("/l").unwrap();
-                prop_assert_eq!(lock.holders(), usize::from(holder.is_some()));
-                prop_assert_eq!(lock.waiters(), live.len().saturating_sub(1));
-                prop_assert_eq!(lock.acquisitions(), holds);
-            }
-        }
-    }
-}
+mod tests;

@@ -5,6 +5,7 @@ pub mod alerting;
 pub mod attention;
 pub mod candidate;
 pub mod carry;
+pub mod changes;
 pub mod child;
 pub mod cluster;
 pub mod content;

@@ -5,12 +5,21 @@
 
 use std::sync::{Arc, RwLock};
 
+use tokio::sync::watch;
+
 #[derive(Debug)]
-pub struct Roster<T>(Arc<RwLock<Arc<Vec<T>>>>);
+pub struct Roster<T> {
+    list: Arc<RwLock<Arc<Vec<T>>>>,
+    /// Counts the replacements: who follows the list waits on it.
+    replaced: Arc<watch::Sender<u64>>,
+}
 
 impl<T> Clone for Roster<T> {
     fn clone(&self) -> Self {
-        Self(self.0.clone())
+        Self {
+            list: self.list.clone(),
+            replaced: self.replaced.clone(),
+        }
     }
 }
 
@@ -22,17 +31,26 @@ impl<T> Default for Roster<T> {
 
 impl<T> Roster<T> {
     pub fn new(items: Vec<T>) -> Self {
-        Self(Arc::new(RwLock::new(Arc::new(items))))
+        Self {
+            list: Arc::new(RwLock::new(Arc::new(items))),
+            replaced: Arc::new(watch::channel(0).0),
+        }
     }
 
     /// The list as it is now.
     pub fn now(&self) -> Arc<Vec<T>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.list.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Replaces the list; snapshots already taken keep the old one.
     pub fn replace(&self, items: Vec<T>) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(items);
+        *self.list.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(items);
+        self.replaced.send_modify(|n| *n += 1);
+    }
+
+    /// Sees every replacement from now on (`changed()`).
+    pub fn replacements(&self) -> watch::Receiver<u64> {
+        self.replaced.subscribe()
     }
 }
 

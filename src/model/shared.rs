@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use tokio::sync::watch;
+
 use super::alerting::{Reading, ReadingCache};
 use super::cluster::{ClusterState, DiscoveryStatus, OwnersCache, TreeChange};
 use super::content::ContentKind;
@@ -19,14 +21,67 @@ use super::session::SessionState;
 use super::timeline::Event;
 use super::tree::{ChildNode, Tree, TreeId, TreePattern, TreeSource, WatchScope};
 
+/// What [`SharedCluster::tick`] found.
+#[derive(Debug)]
+pub struct Ticked {
+    pub name: String,
+    /// The entries not yet taken, in order.
+    pub new: Vec<Event>,
+    /// When time alone makes the next entry, if it can.
+    pub next: Option<std::time::Instant>,
+}
+
 /// A cluster's models behind one lock. Writers hold it only to apply data
 /// already read; readers (a scrape, an API call) hold it while they render.
 #[derive(Debug, Clone)]
-pub struct SharedCluster(Arc<RwLock<ClusterState>>);
+pub struct SharedCluster(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    state: RwLock<ClusterState>,
+    /// Counts the writes: the tasks that act on changes (the alert pusher,
+    /// the timeline log) wait on it instead of polling the models.
+    written: watch::Sender<u64>,
+}
+
+/// Write access; tells whoever waits on [`SharedCluster::changes`] when
+/// it ends.
+struct Writing<'a> {
+    guard: RwLockWriteGuard<'a, ClusterState>,
+    written: &'a watch::Sender<u64>,
+}
+
+impl std::ops::Deref for Writing<'_> {
+    type Target = ClusterState;
+    fn deref(&self) -> &ClusterState {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Writing<'_> {
+    fn deref_mut(&mut self) -> &mut ClusterState {
+        &mut self.guard
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.written.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
 
 impl SharedCluster {
     pub fn new(state: ClusterState) -> Self {
-        Self(Arc::new(RwLock::new(state)))
+        Self(Arc::new(Shared {
+            state: RwLock::new(state),
+            written: watch::channel(0).0,
+        }))
+    }
+
+    /// Sees every write from now on (`changed()`): a source applied what
+    /// it read, so what the models show may have changed.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.0.written.subscribe()
     }
 
     /// Replaces the models with what `rebuild` makes of them, under one
@@ -63,22 +118,31 @@ impl SharedCluster {
     /// family from one guard per cluster. A writer that panicked leaves its
     /// last consistent state, which is still worth serving.
     pub fn read(&self) -> RwLockReadGuard<'_, ClusterState> {
-        self.0.read().unwrap_or_else(|p| p.into_inner())
+        self.0.state.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// What `f` makes of the models if no writer holds them now, else
     /// `None` at once: for a caller that must not wait (a task deciding
     /// whether a render may run on the runtime's own thread).
     pub fn try_view<R>(&self, f: impl FnOnce(&ClusterState) -> R) -> Option<R> {
-        match self.0.try_read() {
+        match self.0.state.try_read() {
             Ok(g) => Some(f(&g)),
             Err(std::sync::TryLockError::Poisoned(p)) => Some(f(&p.into_inner())),
             Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, ClusterState> {
-        self.0.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> Writing<'_> {
+        Writing {
+            guard: self.write_quietly(),
+            written: &self.0.written,
+        }
+    }
+
+    /// Write access that tells no one: for the timeline task's own ticks,
+    /// which would otherwise wake it again.
+    fn write_quietly(&self) -> RwLockWriteGuard<'_, ClusterState> {
+        self.0.state.write().unwrap_or_else(|p| p.into_inner())
     }
 
     // --- what the outputs read ---
@@ -343,15 +407,34 @@ impl SharedCluster {
         self.write().ghost_round(polls, round, owners, watchers);
     }
 
-    /// Time-driven timeline entries at `now` (see [`ClusterState::tick`]),
-    /// then the cluster's name and its entries numbered after what `after`
-    /// says of that name, all under one lock.
-    pub fn tick(&self, now: Now, after: impl FnOnce(&str) -> u64) -> (String, Vec<Event>) {
-        let mut g = self.write();
+    /// The timeline entries numbered after what `after` says of the
+    /// cluster's name, the time-driven ones due at `now` first (see
+    /// [`ClusterState::tick`]), with the name and when time alone makes
+    /// the next. The write lock is taken only when an entry is due: at
+    /// rest the timeline task reads.
+    pub fn tick(&self, now: Now, after: impl FnOnce(&str) -> u64) -> Ticked {
+        let due = |g: &ClusterState, from: u64| {
+            g.timeline.last_seq() > from || g.next_tick().is_some_and(|t| t <= now.mono)
+        };
+        let from = {
+            let g = self.read();
+            let from = after(&g.name);
+            if !due(&g, from) {
+                return Ticked {
+                    name: g.name.clone(),
+                    new: Vec::new(),
+                    next: g.next_tick(),
+                };
+            }
+            from
+        };
+        let mut g = self.write_quietly();
         g.tick(now);
-        let from = after(&g.name);
-        let new = g.timeline.after(from).into_iter().cloned().collect();
-        (g.name.clone(), new)
+        Ticked {
+            name: g.name.clone(),
+            new: g.timeline.after(from).into_iter().cloned().collect(),
+            next: g.next_tick(),
+        }
     }
 
     /// A lease query of tree `id`, sent at `now`, gave `reading`.

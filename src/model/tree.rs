@@ -235,6 +235,15 @@ impl Tree {
         }
     }
 
+    /// When a hold of this lock tree passes `max_hold` next (see
+    /// [`LockTree::next_long_hold`]); `None` for other trees.
+    pub fn next_long_hold(&self) -> Option<std::time::Instant> {
+        match &self.kind {
+            TreeKind::Locks(l) => l.next_long_hold(),
+            _ => None,
+        }
+    }
+
     /// Timeline entries of the tree since the last call.
     pub fn take_events(&mut self) -> Vec<(String, super::timeline::What)> {
         match &mut self.kind {

@@ -317,6 +317,15 @@ impl ClusterState {
         }
     }
 
+    /// When time alone next makes a timeline entry (a hold passing
+    /// `max_hold`): when the timeline task calls [`ClusterState::tick`].
+    pub fn next_tick(&self) -> Option<std::time::Instant> {
+        self.trees
+            .iter()
+            .filter_map(tree::Tree::next_long_hold)
+            .min()
+    }
+
     /// Time-driven timeline entries (holds passing `max_hold`), then into
     /// the log; the timeline task calls this with the current time.
     pub fn tick(&mut self, now: crate::model::Now) {

@@ -41,8 +41,10 @@ fn key(kind: Kind, election: &str) -> Key {
 fn masterless_fires_after_its_hold_and_resolves_when_a_master_returns() {
     let t0 = Instant::now();
     let mut book = Book::new(T);
+    assert!(book.at_rest());
     let (changes, _) = book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 4));
     assert!(changes.fired.is_empty(), "4 s < no_master_for");
+    assert!(!book.at_rest(), "a hold is being waited out");
     let (changes, _) = book.update("c", reading(vec![masterless("/e", t0)]), None, at(t0, 5));
     assert_eq!(changes.fired, vec![key(Kind::NoMaster, "/e")]);
     assert_eq!(
@@ -50,9 +52,11 @@ fn masterless_fires_after_its_hold_and_resolves_when_a_master_returns() {
         t0,
         "since the master left"
     );
+    assert!(!book.at_rest(), "it fires: resends are due");
     let (changes, _) = book.update("c", reading(vec![]), None, at(t0, 9));
     assert_eq!(changes.resolved.len(), 1);
     assert!(book.is_empty());
+    assert!(book.at_rest());
 }
 
 #[test]
@@ -250,6 +254,7 @@ fn an_alert_alertmanager_had_firing_carries_on_at_the_first_fresh_reading_that_s
     // and sees the election masterless since its own first listing.
     book.adopt([(key(Kind::NoMaster, "/e"), t0)]);
     assert_eq!(book.adopted(), 1);
+    assert!(!book.at_rest(), "waiting for the first reading");
     // Not connected yet: nothing is decided.
     let (changes, _) = book.update("c", Reading::default(), Some(at(t0, 60)), at(t0, 60));
     assert_eq!(changes, Changes::default());
