@@ -62,7 +62,7 @@ pub async fn run(
     loader: Loader,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AgentError> {
-    let listener = http::bind(config.web.listen_address)
+    let listeners = http::listen::bind_all(&config.web.listen_addresses)
         .await
         .map_err(AgentError::Bind)?;
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -105,7 +105,7 @@ pub async fn run(
         lifecycle: config.web.enable_lifecycle,
         health: health.clone(),
     };
-    let server = serve(&config, listener, app, stats, cap, &stop_rx, &supervisor);
+    let server = serve(&config, listeners, app, stats, cap, &stop_rx, &supervisor);
     let mut current = config;
     tokio::pin!(shutdown);
     let failed = loop {
@@ -141,7 +141,7 @@ pub async fn run(
 /// (and the task re-reading that file when it changes).
 fn serve(
     config: &Config,
-    listener: tokio::net::TcpListener,
+    listeners: Vec<tokio::net::TcpListener>,
     app: http::AppState,
     stats: Arc<WebStats>,
     cap: usize,
@@ -167,8 +167,13 @@ fn serve(
             http::auth::watch_file(web.clone(), path, loaded.files, stop.clone()),
         );
     }
+    let addresses: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.to_string())
+        .collect();
     info!(
-        address = %config.web.listen_address,
+        address = %addresses.join(", "),
         tls = web.current().tls.is_some(),
         basic_auth = !web.current().users.is_empty(),
         max_connections = cap,
@@ -180,7 +185,7 @@ fn serve(
         Ends::WhenStopped,
         stop.clone(),
         http::server::serve(
-            listener,
+            listeners,
             http::secured(app, web.clone()),
             web,
             config.web.limits,

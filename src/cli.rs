@@ -84,9 +84,11 @@ pub struct ConfigArgs {
     #[arg(long = "no-four-letter-words", overrides_with = "four_letter_words")]
     pub no_four_letter_words: bool,
 
-    /// Address for /metrics (default 0.0.0.0:9141).
-    #[arg(long = "web.listen-address", value_name = "IP:PORT")]
-    pub listen_address: Option<String>,
+    /// Address to serve /metrics on: `:PORT` (every address), `HOST:PORT`,
+    /// `IP:PORT` or `[IPv6]:PORT`; repeat for several (default
+    /// 0.0.0.0:9141).
+    #[arg(long = "web.listen-address", value_name = "[HOST]:PORT")]
+    pub listen_address: Vec<String>,
 
     /// Path under which metrics are served (default /metrics).
     #[arg(long = "web.telemetry-path", value_name = "PATH")]

@@ -112,7 +112,7 @@ async fn ten_thousand_panics_leave_the_slots_free_and_the_agent_answering() {
     let port = listener.local_addr().unwrap().port();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let served = tokio::spawn(server::serve(
-        listener,
+        vec![listener],
         router,
         web,
         HttpLimits::default(),

@@ -98,7 +98,7 @@ impl WebConfig {
     /// lifecycle endpoint reloads.
     pub fn listener_fingerprint(&self) -> u64 {
         let listener = (
-            &self.listen_address,
+            &self.listen_addresses,
             &self.telemetry_path,
             &self.limits,
             self.config_file.as_ref().map(|(p, _)| p),

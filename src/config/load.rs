@@ -2,7 +2,6 @@
 //! that order of increasing precedence.
 
 use std::collections::{BTreeSet, HashMap};
-use std::net::SocketAddr;
 use std::path::Path;
 
 use super::cluster::validate_cluster;
@@ -64,9 +63,9 @@ pub fn load(
             .set_override("web.enable_lifecycle", true)
             .map_err(|e| ConfigError::new("--web.enable-lifecycle", e.to_string()))?;
     }
-    if let Some(addr) = &overrides.listen_address {
+    if !overrides.listen_address.is_empty() {
         builder = builder
-            .set_override("web.listen_address", addr.as_str())
+            .set_override("web.listen_address", overrides.listen_address.clone())
             .map_err(|e| ConfigError::new("--web.listen-address", e.to_string()))?;
     }
     let source = overrides
@@ -263,18 +262,14 @@ fn apply_quick_start(raw: &mut RawConfig, o: &Overrides) -> Result<(), ConfigErr
 }
 
 /// Validates the whole configuration: the web side and every cluster.
-fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+fn validate(mut raw: RawConfig) -> Result<Config, ConfigError> {
     let listen = raw
         .web
         .listen_address
-        .clone()
-        .unwrap_or_else(|| DEFAULT_LISTEN_ADDRESS.to_owned());
-    let listen_address = listen.parse::<SocketAddr>().map_err(|_| {
-        ConfigError::new(
-            "web.listen_address",
-            format!("`{listen}` is not IP:PORT (e.g. \"0.0.0.0:9141\" or \"[::1]:9141\")"),
-        )
-    })?;
+        .take()
+        .map_or_else(|| vec![DEFAULT_LISTEN_ADDRESS.to_owned()], |l| l.into_vec());
+    let listen_addresses =
+        super::listen::parse_all(&listen).map_err(|e| ConfigError::new("web.listen_address", e))?;
     let telemetry_path = telemetry_path(raw.web.telemetry_path.as_deref())?;
     let config_file = match raw.web.config_file.clone() {
         Some(path) => {
@@ -316,7 +311,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     }))?;
     Ok(Config {
         web: WebConfig {
-            listen_address,
+            listen_addresses,
             telemetry_path,
             config_file,
             limits,

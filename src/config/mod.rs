@@ -5,7 +5,6 @@
 //! and what to change; secrets never appear in errors or `Debug` output.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +20,8 @@ use crate::model::tree::TreePattern;
 /// Prefix of environment variables that override configuration keys.
 pub const ENV_PREFIX: &str = "ZK_EXPORTER";
 
+/// Where the web server listens unless `web.listen_address` says otherwise:
+/// every IPv4 address, as every Prometheus exporter.
 pub const DEFAULT_LISTEN_ADDRESS: &str = "0.0.0.0:9141";
 /// Where metrics are served unless `web.telemetry_path` says otherwise.
 pub const DEFAULT_TELEMETRY_PATH: &str = "/metrics";
@@ -92,7 +93,8 @@ pub struct Config {
 
 #[derive(Debug, Clone)]
 pub struct WebConfig {
-    pub listen_address: SocketAddr,
+    /// Every address to serve on (`--web.listen-address`, repeatable).
+    pub listen_addresses: Vec<listen::ListenAddress>,
     /// Where the metrics are served (`/metrics` unless set).
     pub telemetry_path: String,
     /// `--web.config.file` (TLS, basic auth, headers) and what it held at
@@ -348,7 +350,8 @@ pub struct ElectionConfig {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub config_file: Option<PathBuf>,
-    pub listen_address: Option<String>,
+    /// `--web.listen-address`, each time it is given.
+    pub listen_address: Vec<String>,
     /// `--web.telemetry-path`.
     pub telemetry_path: Option<String>,
     /// `--web.config.file`.
@@ -376,6 +379,7 @@ mod cluster;
 mod fingerprint;
 pub mod kerberos;
 mod lease;
+pub mod listen;
 pub use lease::{Dialect, LeaseSource};
 mod load;
 mod raw;

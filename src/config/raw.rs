@@ -21,7 +21,7 @@ pub(super) struct RawConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWeb {
-    pub(super) listen_address: Option<String>,
+    pub(super) listen_address: Option<RawListen>,
     pub(super) telemetry_path: Option<String>,
     pub(super) config_file: Option<PathBuf>,
     pub(super) header_timeout: Option<String>,
@@ -85,6 +85,23 @@ pub(super) struct RawGhostCheck {
     pub(super) enabled: Option<bool>,
     pub(super) cons_interval: Option<String>,
     pub(super) watches: Option<bool>,
+}
+
+/// One listen address or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawListen {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl RawListen {
+    pub(super) fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::One(a) => vec![a],
+            Self::Many(a) => a,
+        }
+    }
 }
 
 /// `true`, `false` or `"auto"`.

@@ -64,12 +64,21 @@ pub fn summary(c: &Config) -> String {
     o
 }
 
+/// One address as a string, several as a list: as the file takes them.
+fn listen(addrs: &[super::listen::ListenAddress]) -> String {
+    let quoted: Vec<String> = addrs.iter().map(|a| q(&a.to_string())).collect();
+    match quoted.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
 fn web(o: &mut String, w: &WebConfig) {
     let l = &w.limits;
     let _ = writeln!(
         o,
         "[web]\nlisten_address = {}\ntelemetry_path = {}\nenable_lifecycle = {}",
-        q(&w.listen_address.to_string()),
+        listen(&w.listen_addresses),
         q(&w.telemetry_path),
         w.enable_lifecycle
     );

@@ -5,7 +5,6 @@
 //! ZooKeeper session; `/metrics` alone first runs the four-letter-word
 //! collection, bounded by its timeout.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -18,6 +17,7 @@ mod api;
 pub mod auth;
 mod conns;
 pub mod events;
+pub mod listen;
 mod scrape;
 pub mod server;
 mod status;
@@ -121,13 +121,6 @@ async fn security_headers(mut response: Response) -> Response {
 /// The router behind the web config's basic auth and headers.
 pub fn secured(state: AppState, web: Arc<auth::Web>) -> Router {
     router(state).layer(axum::middleware::from_fn_with_state(web, auth::guard))
-}
-
-/// Binds the listen address with an error that says what to do.
-pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}; choose another --web.listen-address"))
 }
 
 /// Reasons the agent is not ready, empty when it is.

@@ -46,7 +46,7 @@ pub fn connection_cap(configured: usize, open_files_limit: Option<u64>) -> usize
 /// Serves `router` on `listener` until `stop` turns true, then lets
 /// in-flight requests finish for a few seconds.
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     router: Router,
     web: Arc<Web>,
     limits: HttpLimits,
@@ -66,7 +66,7 @@ pub async fn serve(
             }
         }
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            a = accept(&listeners) => a,
             _ = stopped(&mut stop) => break 'accept,
         };
         while tasks.try_join_next().is_some() {}
@@ -108,12 +108,23 @@ pub async fn serve(
             connection(stream, conn.clone(), web, router, limits, stop).await;
         });
     }
-    drop(listener);
+    drop(listeners);
     let _ = tokio::time::timeout(GRACE + Duration::from_secs(1), async {
         while tasks.join_next().await.is_some() {}
     })
     .await;
     Ok(())
+}
+
+/// The next connection on any of `listeners` (accepting is cancel-safe:
+/// the listeners that lost the race keep their connections queued).
+async fn accept(listeners: &[TcpListener]) -> io::Result<(TcpStream, std::net::SocketAddr)> {
+    if listeners.is_empty() {
+        return std::future::pending().await;
+    }
+    futures::future::select_all(listeners.iter().map(|l| Box::pin(l.accept())))
+        .await
+        .0
 }
 
 /// One connection: the TLS handshake if configured, then HTTP/1.1 or

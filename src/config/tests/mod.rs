@@ -61,7 +61,7 @@ path = "/locks/*"
 #[test]
 fn full_file_loads() {
     let c = load_file(FULL, &[]).unwrap();
-    assert_eq!(c.web.listen_address.to_string(), "127.0.0.1:9999");
+    assert_eq!(c.web.listen_addresses[0].to_string(), "127.0.0.1:9999");
     let p = &c.clusters[0];
     assert_eq!(p.name, "prod");
     assert_eq!(p.connect_string(), "zk1:2181,zk2:2181,[::1]:2182/apps");
@@ -78,22 +78,66 @@ fn full_file_loads() {
 fn precedence_flags_over_env_over_file() {
     let env = [("ZK_EXPORTER_WEB__LISTEN_ADDRESS", "127.0.0.1:1111")];
     assert_eq!(
-        load_file(FULL, &env).unwrap().web.listen_address.port(),
+        load_file(FULL, &env).unwrap().web.listen_addresses[0].port(),
         1111
     );
     let f = file(FULL);
     let o = Overrides {
         config_file: Some(f.path().to_owned()),
-        listen_address: Some("127.0.0.1:2222".into()),
+        listen_address: vec!["127.0.0.1:2222".into()],
         zk: Some("other:2181".into()),
         elections: vec!["/x/*".into()],
         ..Default::default()
     };
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
     let c = load(&o, env).unwrap();
-    assert_eq!(c.web.listen_address.port(), 2222);
+    assert_eq!(c.web.listen_addresses.len(), 1);
+    assert_eq!(c.web.listen_addresses[0].port(), 2222);
     assert_eq!(c.clusters[0].servers, vec!["other:2181"]);
     assert_eq!(c.clusters[0].elections[0].pattern.as_str(), "/x/*");
+}
+
+#[test]
+fn listen_addresses_come_as_exporters_take_them() {
+    use crate::config::listen::ListenAddress;
+    let base = "[[clusters]]\nservers = [\"zk1:2181\"]\n";
+    let one = load_file(&format!("[web]\nlisten_address = \":9142\"\n{base}"), &[]).unwrap();
+    assert_eq!(one.web.listen_addresses, vec![ListenAddress::Any(9142)]);
+    let many = load_file(
+        &format!("[web]\nlisten_address = [\"localhost:9142\", \"[::1]:9143\"]\n{base}"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        many.web.listen_addresses,
+        vec![
+            ListenAddress::Name("localhost".into(), 9142),
+            ListenAddress::Ip("[::1]:9143".parse().unwrap())
+        ]
+    );
+    let env = [("ZK_EXPORTER_WEB__LISTEN_ADDRESS", ":9144")];
+    let c = load_file(base, &env).unwrap();
+    assert_eq!(c.web.listen_addresses, vec![ListenAddress::Any(9144)]);
+    // The flag, given twice, replaces the file's.
+    let f = file(&format!("[web]\nlisten_address = \":9142\"\n{base}"));
+    let o = Overrides {
+        config_file: Some(f.path().to_owned()),
+        listen_address: vec![":9145".into(), "127.0.0.1:9146".into()],
+        ..Default::default()
+    };
+    let c = load(&o, std::iter::empty()).unwrap();
+    assert_eq!(
+        c.web.listen_addresses,
+        vec![
+            ListenAddress::Any(9145),
+            ListenAddress::Ip("127.0.0.1:9146".parse().unwrap())
+        ]
+    );
+    let empty = load_file(&format!("[web]\nlisten_address = []\n{base}"), &[]).unwrap_err();
+    assert!(
+        empty.to_string().starts_with("web.listen_address:"),
+        "{empty}"
+    );
 }
 
 #[test]
@@ -114,7 +158,11 @@ fn quick_start_without_file() {
         assert!(o.cli_env_vars.iter().any(|v| v == var), "{var}");
     }
     let c = load(&o, [("ZK_EXPORTER_ZK".to_string(), "ignored".to_string())]).unwrap();
-    assert_eq!(c.web.listen_address.to_string(), DEFAULT_LISTEN_ADDRESS);
+    assert_eq!(c.web.listen_addresses.len(), 1);
+    assert_eq!(
+        c.web.listen_addresses[0].to_string(),
+        DEFAULT_LISTEN_ADDRESS
+    );
     assert_eq!(c.clusters[0].name, "default");
     assert_eq!(c.clusters[0].session_timeout, DEFAULT_SESSION_TIMEOUT);
 }
