@@ -16,7 +16,7 @@ if [ -z "${ZK_DEMO_SIGINT:-}" ] && [ -n "$(trap -p INT)" ]; then
 fi
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages curl promtool alertmanager
+ensure_packages build curl promtool alertmanager
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 ZK_PORT=${ZK_PORT:-2181}

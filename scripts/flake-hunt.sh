@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
+ensure_packages build promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
 ensure_pypi_systems
 ensure_pip_tools
 ensure_npm_tools
@@ -26,8 +26,8 @@ stop_load() {
 trap stop_load EXIT
 
 # Build first, unloaded: the hunt is for the tests, not the compiler.
-cargo test --locked --no-run --lib --bins --tests >/dev/null 2>&1 ||
-  cargo test --locked --no-run --lib --bins --tests
+cargo test --locked --features kerberos --no-run --lib --bins --tests >/dev/null 2>&1 ||
+  cargo test --locked --features kerberos --no-run --lib --bins --tests
 
 if [ "$load" -gt 0 ]; then
   if command -v stress-ng >/dev/null; then
@@ -48,7 +48,7 @@ for run in $(seq "$runs"); do
   log="$logs/run-$run.log"
   started=$(date +%s)
   set +e
-  cargo test --locked --no-fail-fast --lib --bins --tests "$@" >"$log" 2>&1
+  cargo test --locked --features kerberos --no-fail-fast --lib --bins --tests "$@" >"$log" 2>&1
   status=$?
   set -e
   took=$(( $(date +%s) - started ))

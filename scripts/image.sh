@@ -63,7 +63,7 @@ APT
 fi
 
 if [ "$binary" = prebuilt ]; then
-  cargo build --release --locked --bin zk-election-exporter
+  cargo build --release --locked --features kerberos --bin zk-election-exporter
 fi
 "${podman[@]}" build --format docker --network host \
   --build-arg BINARY="$binary" --build-arg RUNTIME_IMAGE="$runtime_image" \

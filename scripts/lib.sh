@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases] [image] [kerberos]
+# needed) and of the named tools. Usage: ensure_packages [build] [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases] [image] [kerberos]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -10,6 +10,13 @@ ensure_packages() {
   [ -f /usr/share/java/servlet-api.jar ] || missing+=(libservlet-api-java)
   for tool in "$@"; do
     case "$tool" in
+      # What `cargo build` needs besides Rust: a C compiler and linker
+      # (aws-lc's and zstd's C sources, the final link). The Kerberos
+      # feature needs more: see `kerberos`.
+      build)
+        command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+        [ -f /usr/include/stdio.h ] || missing+=(libc6-dev)
+        ;;
       promtool) command -v promtool >/dev/null 2>&1 || missing+=(prometheus) ;;
       alertmanager) command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager) ;;
       curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;

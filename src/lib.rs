@@ -114,11 +114,17 @@ pub const REVISION: &str = match option_env!("ZKEE_GIT_REVISION") {
 pub const BUILD_DATE: &str = env!("ZKEE_BUILD_DATE");
 pub const RUSTC_VERSION: &str = env!("ZKEE_RUSTC_VERSION");
 
-/// `--version` in the shape Prometheus' own exporters print.
+/// `--version` in the shape Prometheus' own exporters print, and whether
+/// this build speaks Kerberos (a build without it refuses GSSAPI).
 pub fn version_text() -> String {
     format!(
-        "zk-election-exporter, version {VERSION} (revision: {REVISION})\n  build date: {BUILD_DATE}\n  rustc version: {RUSTC_VERSION}\n  platform: {}/{}",
+        "zk-election-exporter, version {VERSION} (revision: {REVISION})\n  build date: {BUILD_DATE}\n  rustc version: {RUSTC_VERSION}\n  platform: {}/{}\n  kerberos: {}",
         std::env::consts::OS,
-        std::env::consts::ARCH
+        std::env::consts::ARCH,
+        if config::kerberos::BUILT_WITH_KERBEROS {
+            "yes"
+        } else {
+            "no (built without the kerberos feature)"
+        }
     )
 }

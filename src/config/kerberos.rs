@@ -110,8 +110,9 @@ pub(super) fn validate(key: &str, a: RawAuth, built: bool) -> Result<Kerberos, C
         return Err(ConfigError::new(
             format!("{key}.mechanism"),
             "this build has no Kerberos (GSSAPI) support: it was built without the `kerberos` \
-             feature (which needs libkrb5-dev and libclang-dev); use a default build or the \
-             release image, or DIGEST-MD5, digest or TLS client certificates",
+             feature (which needs libkrb5-dev and libclang-dev); use a release artefact (the \
+             tarball, the Debian package or the image) or `cargo build --release --features \
+             kerberos`, or DIGEST-MD5, digest or TLS client certificates",
         ));
     }
     if a.credentials.is_some() || a.credentials_file.is_some() {
