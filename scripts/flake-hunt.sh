@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages build promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
+ensure_packages build promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image gssapi kerberos
 ensure_pypi_systems
 ensure_pip_tools
 ensure_npm_tools

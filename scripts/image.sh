@@ -20,47 +20,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages image
+ensure_packages build gssapi image
 
 tag=${1:-zk-election-exporter:dev}
 runtime_image=${RUNTIME_IMAGE:-debian:bookworm-slim}
 binary=${BINARY:-prebuilt}
 podman=(podman --runtime runc --cgroup-manager cgroupfs)
 
-if ! "${podman[@]}" image exists "$runtime_image"; then
-  root=$(mktemp -d /tmp/zk-image-base.XXXXXX)
-  trap 'rm -rf "$root"' EXIT
-  echo "making $runtime_image with debootstrap (no registry needed)"
-  debootstrap --variant=minbase --include=ca-certificates bookworm "$root" >"$root.log" 2>&1 ||
-    { tail -20 "$root.log" >&2; echo "debootstrap failed (log: $root.log)" >&2; exit 1; }
-  rm -f "$root.log"
-  # What Debian's slim image leaves out, now and for packages installed
-  # later (its dpkg excludes): documentation, manuals, translations, and the
-  # package caches and lists.
-  cat >"$root/etc/dpkg/dpkg.cfg.d/slim" <<'EXCLUDES'
-path-exclude /usr/share/doc/*
-path-include /usr/share/doc/*/copyright
-path-exclude /usr/share/man/*
-path-exclude /usr/share/groff/*
-path-exclude /usr/share/info/*
-path-exclude /usr/share/locale/*
-path-exclude /usr/share/lintian/*
-path-exclude /usr/share/linda/*
-EXCLUDES
-  # apt keeps no binary caches or downloaded packages (as Debian's image).
-  cat >"$root/etc/apt/apt.conf.d/docker-clean" <<'APT'
-DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-APT
-  find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
-  rm -rf "$root"/usr/share/{man,groff,info,locale,lintian,linda}/* \
-    "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
-    "$root"/var/log/*.log "$root"/var/log/apt/*
-  tar -C "$root" -c . | "${podman[@]}" import \
-    --change 'CMD ["bash"]' - "$runtime_image" >/dev/null
-fi
+ensure_debian_base "$runtime_image"
 
 if [ "$binary" = prebuilt ]; then
   cargo build --release --locked --features kerberos --bin zk-election-exporter

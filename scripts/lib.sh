@@ -1,7 +1,7 @@
 # Shared helpers for scripts/*.sh (sourced, not run).
 
 # Installs what is missing of ZooKeeper, Java and servlet-api (always
-# needed) and of the named tools. Usage: ensure_packages [build] [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases] [image] [kerberos]
+# needed) and of the named tools. Usage: ensure_packages [build] [gssapi] [promtool] [alertmanager] [curl] [chromium] [jsonnet] [systemd-analyze] [patroni] [clickhouse] [databases] [image] [kerberos]
 ensure_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -16,6 +16,14 @@ ensure_packages() {
       build)
         command -v cc >/dev/null 2>&1 || missing+=(build-essential)
         [ -f /usr/include/stdio.h ] || missing+=(libc6-dev)
+        # The Debian package's dependencies (scripts/package-deb.sh).
+        command -v dpkg-shlibdeps >/dev/null 2>&1 || missing+=(dpkg-dev)
+        ;;
+      # Building with Kerberos: the GSSAPI headers, libclang for their
+      # binding.
+      gssapi)
+        [ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+        ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
         ;;
       promtool) command -v promtool >/dev/null 2>&1 || missing+=(prometheus) ;;
       alertmanager) command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager) ;;
@@ -41,12 +49,9 @@ ensure_packages() {
         command -v runc >/dev/null 2>&1 || missing+=(runc)
         command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
         ;;
-      # Building with Kerberos (the GSSAPI headers, libclang for their
-      # binding), and tests/kerberos.rs: MIT's KDC and its admin tools,
-      # kinit, libfaketime, and kazoo's SASL GSSAPI for the writer.
+      # tests/kerberos.rs: MIT's KDC and its admin tools, kinit,
+      # libfaketime, and kazoo's SASL GSSAPI for the writer.
       kerberos)
-        [ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
-        ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
         command -v krb5kdc >/dev/null 2>&1 || missing+=(krb5-kdc)
         command -v kadmin.local >/dev/null 2>&1 || missing+=(krb5-admin-server)
         command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
@@ -68,6 +73,61 @@ ensure_packages() {
   echo "installing Debian packages: ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# A Debian bookworm root made with debootstrap (minbase) and imported into
+# podman's local storage as IMAGE, trimmed as Debian's slim image is: the
+# base of the image (scripts/image.sh) and of the package's install test,
+# where no registry serves one. Nothing is done if IMAGE exists.
+# Usage: ensure_debian_base IMAGE
+ensure_debian_base() {
+  local image=$1 root
+  local podman=(podman --runtime runc --cgroup-manager cgroupfs)
+  "${podman[@]}" image exists "$image" && return 0
+  root=$(mktemp -d /tmp/zk-image-base.XXXXXX)
+  echo "making $image with debootstrap (no registry needed)"
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$root" >"$root.log" 2>&1 ||
+    { tail -20 "$root.log" >&2; echo "debootstrap failed (log: $root.log)" >&2; exit 1; }
+  rm -f "$root.log"
+  # What Debian's slim image leaves out, now and for packages installed
+  # later (its dpkg excludes): documentation, manuals, translations, and the
+  # package caches and lists.
+  cat >"$root/etc/dpkg/dpkg.cfg.d/slim" <<'EXCLUDES'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+EXCLUDES
+  # apt keeps no binary caches or downloaded packages (as Debian's image).
+  cat >"$root/etc/apt/apt.conf.d/docker-clean" <<'APT'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+APT
+  find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+  rm -rf "$root"/usr/share/{man,groff,info,locale,lintian,linda}/* \
+    "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+    "$root"/var/log/*.log "$root"/var/log/apt/*
+  tar -C "$root" -c . | "${podman[@]}" import \
+    --change 'CMD ["bash"]' - "$image" >/dev/null
+  rm -rf "$root"
+}
+
+# Cargo tools, built once into cargo's bin directory: cargo-deny (the
+# licence check) and cargo-cyclonedx (the release's SBOM).
+# Usage: ensure_cargo_tools [cargo-deny] [cargo-cyclonedx]
+ensure_cargo_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 && continue
+    echo "building $tool (once; a few minutes)" >&2
+    cargo install --locked --quiet "$tool"
+  done
 }
 
 # Spark's and Flink's jars (and Spark's launch scripts) from PyPI, without

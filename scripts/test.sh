@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-ensure_packages build promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image kerberos
+ensure_packages build promtool alertmanager curl chromium jsonnet systemd-analyze patroni clickhouse databases image gssapi kerberos
 ensure_pypi_systems
 
 ensure_pip_tools
@@ -23,6 +23,9 @@ cargo fmt --all -- --check
 features=(--features kerberos)
 cargo clippy --all-targets --locked "${features[@]}" -- -D warnings
 cargo clippy --lib --bins --locked -- -D warnings
+# Every crate the agent is built from is under a licence deny.toml allows.
+ensure_cargo_tools cargo-deny
+cargo deny --locked check licenses
 # The declared minimum Rust (Cargo.toml's rust-version) builds everything:
 # a dependency or a feature that needs a newer one fails here.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)

@@ -8,36 +8,15 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use common::podman::{Container, podman, text};
 use common::*;
 
 const T: Duration = Duration::from_secs(120);
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TAG: &str = "zk-election-exporter:test";
-
-/// podman as this machine runs it (crun refuses these hybrid cgroups).
-fn podman(args: &[&str]) -> Output {
-    Command::new("podman")
-        .args(["--runtime", "runc", "--cgroup-manager", "cgroupfs"])
-        .args(args)
-        .output()
-        .expect("podman (Debian package podman; scripts/image.sh installs it)")
-}
-
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// Removes the container when the test ends, passed or not.
-struct Container(String);
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        let _ = podman(&["rm", "-f", "-t", "2", &self.0]);
-    }
-}
 
 /// Runs the image detached as a user would harden it: its own network
 /// with `-p publish` (the host's loopback reachable as 10.0.2.2), read-only

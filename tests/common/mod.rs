@@ -18,6 +18,7 @@ mod metrics;
 pub mod ongoing;
 pub mod payloads;
 pub mod pki;
+pub mod podman;
 pub mod program;
 pub mod receiver;
 mod system;
