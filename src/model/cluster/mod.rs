@@ -317,6 +317,17 @@ impl ClusterState {
         }
     }
 
+    /// Whether the session is connected and every tree's first listing
+    /// ended (synced, or failed with a reason): what the agent was started
+    /// to read is in.
+    pub fn first_listing_done(&self) -> bool {
+        self.session.is_connected()
+            && self
+                .trees
+                .iter()
+                .all(|t| t.synced() || t.sync_error().is_some())
+    }
+
     /// When time alone next makes a timeline entry (a hold passing
     /// `max_hold`): when the timeline task calls [`ClusterState::tick`].
     pub fn next_tick(&self) -> Option<std::time::Instant> {

@@ -487,3 +487,29 @@ fn a_quiet_tree_is_not_walked_again_and_a_change_is_seen() {
         vec![Kind::NoMaster]
     );
 }
+
+#[test]
+fn the_first_listing_is_done_once_connected_and_every_tree_listed_or_failed() {
+    let mut c = ClusterState::new(
+        "c".into(),
+        vec![
+            Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node),
+            Tree::elections(TreePattern::parse("/c/*").unwrap(), IdentityMode::Node),
+        ],
+        true,
+    );
+    let (b, c_) = (c.trees[0].id(), c.trees[1].id());
+    c.apply_listing(b, listing(2), now());
+    assert!(!c.first_listing_done(), "not connected");
+    c.session_started(
+        1,
+        std::time::Duration::from_secs(10),
+        SystemTime::UNIX_EPOCH,
+    );
+    assert!(!c.first_listing_done(), "/c/* not listed yet");
+    // A listing that failed ended too: the reason is on /ready.
+    c.trees[1].sync_failed("no rights".into());
+    assert!(c.first_listing_done());
+    c.apply_listing(c_, Vec::new(), now());
+    assert!(c.first_listing_done());
+}

@@ -1,6 +1,9 @@
-//! The ghost-master check (`[clusters.ghost_check]`): every `cons_interval`, `cons` and `dump` from
-//! every member feed the session tracker, so an election whose master's
-//! session is gone (or silent) is visible long before ZooKeeper expires it.
+//! The ghost-master check (`[clusters.ghost_check]`): every `cons_interval`,
+//! `cons` from every member (and `dump`, while a master's session looks
+//! gone, for its expiry) feed the session tracker, so an election whose
+//! master's session is gone (or silent) is visible long before ZooKeeper
+//! expires it. The first round waits for the initial listing, which at a
+//! million elections keeps the ensemble busy enough.
 //!
 //! This runs on its own schedule, not on scrape: "silent" means a
 //! connection's received-packet count did not move between two rounds far
@@ -42,10 +45,27 @@ pub struct GhostCheck {
     pub tls: Option<crate::config::zktls::ZkTls>,
 }
 
+/// How long the first round waits for the initial listing at most: a
+/// listing that hangs must not keep ghosts unseen.
+const FIRST_ROUND_WAIT: Duration = Duration::from_secs(30);
+
 /// Polls until `shutdown` flips to true.
 pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
     let mut refused: HashSet<(String, Command)> = HashSet::new();
     let mut owners = OwnersCache::default();
+    // Until then there is no master to judge but those listed so far.
+    let mut written = state.changes();
+    let listed = async {
+        while !state.view(|s| s.first_listing_done()) {
+            if written.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(FIRST_ROUND_WAIT, listed) => {}
+        _ = shutdown.changed() => return,
+    }
     loop {
         let started = Instant::now();
         let asked = poll_once(&d, &state, &mut refused, &mut owners).await;
