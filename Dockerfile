@@ -16,9 +16,11 @@ ARG BINARY=build
 
 FROM ${BUILD_IMAGE} AS build
 # Kerberos (the `kerberos` feature, on in every artefact): the GSSAPI
-# headers, and libclang for the binding generated from them.
+# headers, and libclang for the binding generated from them; python3 for
+# the third-party licences (scripts/third-party-licenses.py).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libkrb5-dev=1.20.* libclang-dev=1:14.* \
+        python3=3.11.* \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Dependencies first, so source edits do not rebuild them.
@@ -33,10 +35,12 @@ RUN mkdir -p src benches \
     && rm -rf src benches
 COPY src ./src
 COPY benches ./benches
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked --features kerberos --bin zk-election-exporter
+COPY scripts/third-party-licenses.py ./scripts/
+RUN touch src/main.rs src/lib.rs && cargo build --release --locked --features kerberos --bin zk-election-exporter \
+    && python3 scripts/third-party-licenses.py --features kerberos >target/release/THIRD-PARTY-LICENSES
 
 FROM scratch AS prebuilt
-COPY target/release/zk-election-exporter /src/target/release/zk-election-exporter
+COPY target/release/zk-election-exporter target/release/THIRD-PARTY-LICENSES /src/target/release/
 
 # hadolint ignore=DL3006
 FROM ${BINARY} AS binary
@@ -50,6 +54,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exporter
 COPY --from=binary /src/target/release/zk-election-exporter /usr/local/bin/zk-election-exporter
+# The licence, and those of every crate linked into the binary.
+COPY LICENSE /usr/share/doc/zk-election-exporter/
+COPY --from=binary /src/target/release/THIRD-PARTY-LICENSES /usr/share/doc/zk-election-exporter/
 USER 10001
 EXPOSE 9141
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \

@@ -31,6 +31,7 @@ ensure_debian_base "$runtime_image"
 
 if [ "$binary" = prebuilt ]; then
   cargo build --release --locked --features kerberos --bin zk-election-exporter
+  python3 scripts/third-party-licenses.py --features kerberos >target/release/THIRD-PARTY-LICENSES
 fi
 "${podman[@]}" build --format docker --network host \
   --build-arg BINARY="$binary" --build-arg RUNTIME_IMAGE="$runtime_image" \

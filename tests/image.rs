@@ -104,6 +104,28 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
         text(&version)
     );
 
+    // The licences travel with the binary.
+    let licences = podman(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--no-healthcheck",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+        "--entrypoint",
+        "/bin/sh",
+        TAG,
+        "-c",
+        "cd /usr/share/doc/zk-election-exporter && head -c 200 LICENSE && grep -c '^Licence: ' THIRD-PARTY-LICENSES",
+    ]);
+    let licences = text(&licences);
+    assert!(licences.contains("Apache License"), "{licences}");
+    let crates: usize = licences.lines().last().unwrap_or("").trim().parse().unwrap_or(0);
+    assert!(crates > 100, "the licences of every linked crate: {licences}");
+
     let zk = shared_server();
     let election = format!("{}/bot_1", unique_path("image"));
     let admin = client(&zk.address()).await;
