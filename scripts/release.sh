@@ -4,6 +4,7 @@
 #   zk-election-exporter-VERSION.linux-amd64.tar.gz   the binary (with
 #       Kerberos), LICENSE, THIRD-PARTY-LICENSES, README, CHANGELOG, docs,
 #       examples, the systemd unit, the alert rules and the dashboards
+#       (scripts/tarball.sh)
 #   zk-election-exporter_VERSION_amd64.deb            the Debian package
 #       (scripts/package-deb.sh)
 #   zk-election-exporter-VERSION.image.tar            the OCI image
@@ -33,27 +34,10 @@ cargo deny --locked check licenses
 out="dist/$version"
 rm -rf "$out"
 mkdir -p "$out"
-name="zk-election-exporter-$version.linux-amd64"
-
 # The Debian package builds the release binary (with Kerberos) first.
 scripts/package-deb.sh "$out" >/dev/null
 
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
-dir="$stage/$name"
-mkdir -p "$dir/systemd" "$dir/docs"
-install -m 0755 target/release/zk-election-exporter "$dir/"
-strip --strip-unneeded "$dir/zk-election-exporter"
-python3 scripts/third-party-licenses.py --features kerberos >"$dir/THIRD-PARTY-LICENSES"
-cp LICENSE README.md CHANGELOG.md "$dir/"
-cp -r examples dashboards "$dir/"
-mkdir -p "$dir/alerts" && cp alerts/*.yml "$dir/alerts/"
-cp deploy/systemd/zk-election-exporter.service deploy/systemd/zk-election-exporter.env "$dir/systemd/"
-cp docs/*.md "$dir/docs/"
-# Reproducible: the files' times are the last commit's, owners are root.
-epoch=$(git log -1 --format=%ct)
-tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
-  -C "$stage" -czf "$out/$name.tar.gz" "$name"
+scripts/tarball.sh "$out" >/dev/null
 
 tag="zk-election-exporter:$version"
 scripts/image.sh "$tag" >/dev/null

@@ -1,8 +1,10 @@
 //! The commands README.md and docs/migrating.md show a user, run as written
-//! by `sh`, with this build's agent first on `PATH`: each agent command
-//! serves where it says (the ZooKeeper names in them need not resolve: the
-//! agent serves, not ready, and retries), and the `curl`s beside them get
-//! answers from it. The set-up scripts (`./scripts/*`) are what CI runs
+//! by `sh` in one working directory, with this build's agent first on
+//! `PATH`: each agent command serves where it says (the ZooKeeper names in
+//! them need not resolve: the agent serves, not ready, and retries), the
+//! `curl`s beside them get answers from it, and the release tarball
+//! (`scripts/tarball.sh`, made in that directory first) unpacks and runs as
+//! the README says. The set-up scripts (`./scripts/*`) are what CI runs
 //! itself.
 
 mod common;
@@ -23,7 +25,7 @@ fn shell_lines(doc: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut inside = false;
     for line in text.lines() {
-        if let Some(fence) = line.strip_prefix("```") {
+        if let Some(fence) = line.trim_start().strip_prefix("```") {
             inside = !inside && matches!(fence.trim(), "sh" | "bash" | "console");
             continue;
         }
@@ -35,8 +37,8 @@ fn shell_lines(doc: &str) -> Vec<String> {
     out
 }
 
-/// `sh -c line`, the built agent first on `PATH`, in a fresh directory.
-fn sh(line: &str, stdout: Stdio) -> Command {
+/// `sh -c line`, the built agent first on `PATH`, in `dir`.
+fn sh(line: &str, dir: &Path, stdout: Stdio) -> Command {
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -48,7 +50,7 @@ fn sh(line: &str, stdout: Stdio) -> Command {
         .arg(format!("exec {line}"))
         .env("PATH", path)
         .env_remove("ZK_EXPORTER_CONFIG")
-        .current_dir(temp_dir("doc-command"))
+        .current_dir(dir)
         .stdout(stdout)
         .stderr(Stdio::piped());
     cmd
@@ -65,8 +67,8 @@ fn port_of(line: &str) -> u16 {
 
 /// Runs an agent command; returns it once `/healthz` answers on its port,
 /// or its exit code and standard error if it stops first.
-fn start(line: &str) -> Result<Child, (Option<i32>, String)> {
-    let mut child = sh(line, Stdio::null()).spawn().unwrap();
+fn start(line: &str, dir: &Path) -> Result<Child, (Option<i32>, String)> {
+    let mut child = sh(line, dir, Stdio::null()).spawn().unwrap();
     let port = port_of(line);
     let outcome = wait_for(&format!("`{line}` serving on {port}"), T, || {
         if let Ok(Some(status)) = child.try_wait() {
@@ -97,13 +99,13 @@ fn stop(mut child: Child) {
 /// A `curl` line against the running agent: it answers 2xx (`-f` added
 /// to see that) with a body; piped into `grep PATTERN`, the pattern is one
 /// of the agent's documented metric names.
-fn curl(line: &str) {
+fn curl(line: &str, dir: &Path) {
     let (request, grep) = match line.split_once(" | grep ") {
         Some((request, pattern)) => (request, Some(pattern.trim())),
         None => (line, None),
     };
     let request = request.replacen("curl ", "curl -f ", 1);
-    let out = sh(&request, Stdio::piped()).output().unwrap();
+    let out = sh(&request, dir, Stdio::piped()).output().unwrap();
     assert!(
         out.status.success() && !out.stdout.is_empty(),
         "`{line}`: {} {}",
@@ -129,6 +131,7 @@ fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
             .any(|l| l.contains("--web.listen-address=:9142")),
         "{lines:?}"
     );
+    let dir = temp_dir("doc-commands");
     let mut ran = 0;
     let mut agent: Option<Child> = None;
     for line in &lines {
@@ -137,14 +140,33 @@ fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
         }
         if line.starts_with("curl ") {
             assert!(agent.is_some(), "`{line}` comes before any agent command");
-            curl(line);
+            curl(line, &dir);
             ran += 1;
             continue;
         }
-        assert!(
-            line.starts_with("zk-election-exporter "),
-            "a command this test does not know: `{line}`"
-        );
+        if line.starts_with("tar ") {
+            let made = Command::new(format!("{ROOT}/scripts/tarball.sh"))
+                .arg(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                made.status.success(),
+                "scripts/tarball.sh: {}",
+                String::from_utf8_lossy(&made.stderr)
+            );
+            let out = sh(line, &dir, Stdio::piped()).output().unwrap();
+            assert!(
+                out.status.success(),
+                "`{line}`: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            ran += 1;
+            continue;
+        }
+        let agent_command = line.starts_with("zk-election-exporter ")
+            || (line.starts_with("./zk-election-exporter-")
+                && line.contains("/zk-election-exporter "));
+        assert!(agent_command, "a command this test does not know: `{line}`");
         // A command naming a configuration file the user writes first:
         // with the file absent here, it must say so and stop.
         if let Some(file) = line
@@ -153,7 +175,7 @@ fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
             .nth(1)
             && !Path::new(file).exists()
         {
-            let mut child = sh(line, Stdio::null()).spawn().unwrap();
+            let mut child = sh(line, &dir, Stdio::null()).spawn().unwrap();
             let status = wait_for(&format!("`{line}` to stop"), T, || {
                 child
                     .try_wait()
@@ -176,7 +198,7 @@ fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
         if let Some(previous) = agent.take() {
             stop(previous);
         }
-        match start(line) {
+        match start(line, &dir) {
             Ok(child) => agent = Some(child),
             Err((code, err)) => panic!("`{line}` stopped with {code:?}: {err}"),
         }
@@ -185,5 +207,5 @@ fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
     if let Some(last) = agent {
         stop(last);
     }
-    assert!(ran >= 6, "{ran} commands run of {lines:?}");
+    assert!(ran >= 8, "{ran} commands run of {lines:?}");
 }

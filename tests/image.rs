@@ -123,8 +123,17 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     ]);
     let licences = text(&licences);
     assert!(licences.contains("Apache License"), "{licences}");
-    let crates: usize = licences.lines().last().unwrap_or("").trim().parse().unwrap_or(0);
-    assert!(crates > 100, "the licences of every linked crate: {licences}");
+    let crates: usize = licences
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        crates > 100,
+        "the licences of every linked crate: {licences}"
+    );
 
     let zk = shared_server();
     let election = format!("{}/bot_1", unique_path("image"));
