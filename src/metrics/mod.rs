@@ -23,6 +23,7 @@ pub mod mntr;
 mod mntr_section;
 pub mod names;
 mod probe;
+mod process;
 mod reload;
 mod session;
 mod text;
@@ -220,6 +221,8 @@ impl Exposition {
             registry.register_collector(Box::new(web::WebCollector {
                 stats: stats.clone(),
             }));
+            // The agent's own process (tests render models alone).
+            registry.register_collector(Box::new(process::ProcessCollector));
         }
         if let Some(stats) = &self.push {
             let clusters = roster.iter().map(|c| c.read().name.clone()).collect();
