@@ -1,7 +1,7 @@
 //! Log output: text for people (the default), or one `logfmt` or JSON
 //! object per line for log shippers (`--log.format`, as Prometheus's own
-//! programs take it). Timeline events are logged under the target
-//! `zk_election_exporter::events` with their fields.
+//! programs take it). Timeline events are logged under a target per class
+//! (`zk_election_exporter::events::elections`, …) with their fields.
 
 use std::fmt;
 

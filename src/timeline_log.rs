@@ -1,6 +1,6 @@
-//! Writes every timeline entry once as a structured log line (target
-//! `zk_election_exporter::events`), so a log shipper keeps the history
-//! past the ring's size; and gives the models the time for entries that
+//! Writes every timeline entry once as a structured log line (targets
+//! `zk_election_exporter::events::<class>`, see [`log`]), so a log shipper
+//! keeps the history past the ring's size; and gives the models the time for entries that
 //! time alone makes (a hold passing `max_hold`). It wakes when a cluster
 //! was written to or a hold is due, never on a fixed pace: at rest it
 //! sleeps.
@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use tracing::info;
 
 use crate::api::events::EventBody;
 use crate::model::Now;
 use crate::model::changes::WriteWatch;
+use crate::model::timeline::{Class, What};
 use crate::model::{Roster, SharedCluster};
 
 /// The least time between two looks: a burst of writes (the first
@@ -42,7 +42,7 @@ pub async fn run(clusters: Roster<SharedCluster>, mut stop: watch::Receiver<bool
             let last = logged.entry(ticked.name.clone()).or_insert(0);
             for e in &ticked.new {
                 *last = e.seq;
-                log(&EventBody::of(&ticked.name, e));
+                log(&EventBody::of(&ticked.name, e), &e.what);
             }
             due = due.into_iter().chain(ticked.next).min();
             seen.push(ticked.name);
@@ -55,18 +55,38 @@ pub async fn run(clusters: Roster<SharedCluster>, mut stop: watch::Receiver<bool
     }
 }
 
-/// One entry's log line.
-fn log(e: &EventBody) {
-    info!(
-        target: "zk_election_exporter::events",
-        seq = e.seq,
-        cluster = %e.cluster,
-        election = %e.election.as_deref().unwrap_or(""),
-        kind = %e.kind,
-        from = %e.from_identity().unwrap_or(""),
-        to = %e.to_identity().unwrap_or(""),
-        cause = %e.cause_label().unwrap_or(""),
-        at = %e.at,
-        "{}", e.kind
-    );
+/// One entry's log line, under the target of its class
+/// (`zk_election_exporter::events::elections`, `…::locks`, `…::members`,
+/// `…::session`). What needs a person's eye is logged at INFO: switches,
+/// masterless periods, ghosts, lease verdicts, the session, and a lock
+/// held past `max_hold`. Routine traffic is at DEBUG: lock hand-overs and
+/// registry joins and leaves, hundreds a minute on a busy system. A log
+/// filter raises or lowers each class, e.g.
+/// `--log=info,zk_election_exporter::events::locks=debug`.
+fn log(e: &EventBody, what: &What) {
+    macro_rules! line {
+        ($level:ident, $target:literal) => {
+            tracing::$level!(
+                target: $target,
+                seq = e.seq,
+                cluster = %e.cluster,
+                election = %e.election.as_deref().unwrap_or(""),
+                kind = %e.kind,
+                from = %e.from_identity().unwrap_or(""),
+                to = %e.to_identity().unwrap_or(""),
+                cause = %e.cause_label().unwrap_or(""),
+                at = %e.at,
+                "{}", e.kind
+            )
+        };
+    }
+    match (what.class(), what) {
+        (Class::Elections, _) => line!(info, "zk_election_exporter::events::elections"),
+        (Class::Session, _) => line!(info, "zk_election_exporter::events::session"),
+        (Class::Locks, What::LockHeldLong { .. }) => {
+            line!(info, "zk_election_exporter::events::locks")
+        }
+        (Class::Locks, _) => line!(debug, "zk_election_exporter::events::locks"),
+        (Class::Members, _) => line!(debug, "zk_election_exporter::events::members"),
+    }
 }

@@ -285,6 +285,30 @@ async fn lock_hand_overs_and_group_members_reach_the_timeline() {
             Err(format!("{kinds:?}"))
         }
     });
+    // Each class logs under its own target; routine traffic at DEBUG, a
+    // lock held too long at INFO (the test's filter shows DEBUG too).
+    let levels = wait_for("the log lines of the lock and the group", T, || {
+        let log = exporter.log();
+        let level_of = |target: &str, kind: &str| {
+            log.lines()
+                .find(|l| l.contains(target) && l.contains(&format!("kind={kind}")))
+                .and_then(|l| ["DEBUG", "INFO"].into_iter().find(|lv| l.contains(lv)))
+        };
+        let levels = [
+            level_of("zk_election_exporter::events::locks", "lock_acquired"),
+            level_of("zk_election_exporter::events::locks", "lock_held_long"),
+            level_of("zk_election_exporter::events::members", "member_joined"),
+            level_of("zk_election_exporter::events::members", "member_left"),
+        ];
+        match levels.iter().all(Option::is_some) {
+            true => Ok(levels),
+            false => Err(format!("{levels:?}")),
+        }
+    });
+    assert_eq!(
+        levels,
+        [Some("DEBUG"), Some("INFO"), Some("DEBUG"), Some("DEBUG")]
+    );
     drop(second);
 }
 
