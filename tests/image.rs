@@ -119,7 +119,7 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
         "/bin/sh",
         TAG,
         "-c",
-        "cd /usr/share/doc/zk-election-exporter && head -c 200 LICENSE && grep -c '^Licence: ' THIRD-PARTY-LICENSES",
+        "cd /usr/share/doc/zk-election-exporter && head -c 200 LICENSE && echo && grep -c '^Licence: ' THIRD-PARTY-LICENSES",
     ]);
     let licences = text(&licences);
     assert!(licences.contains("Apache License"), "{licences}");
