@@ -11,6 +11,7 @@ use super::{carry, ghost, session, tree};
 
 mod owners;
 mod probe;
+mod time;
 pub use owners::OwnersCache;
 pub use probe::ProbeStats;
 
@@ -315,35 +316,6 @@ impl ClusterState {
                 self.timeline.push(now.wall, election, what);
             }
         }
-    }
-
-    /// Whether the session is connected and every tree's first listing
-    /// ended (synced, or failed with a reason): what the agent was started
-    /// to read is in.
-    pub fn first_listing_done(&self) -> bool {
-        self.session.is_connected()
-            && self
-                .trees
-                .iter()
-                .all(|t| t.synced() || t.sync_error().is_some())
-    }
-
-    /// When time alone next makes a timeline entry (a hold passing
-    /// `max_hold`): when the timeline task calls [`ClusterState::tick`].
-    pub fn next_tick(&self) -> Option<std::time::Instant> {
-        self.trees
-            .iter()
-            .filter_map(tree::Tree::next_long_hold)
-            .min()
-    }
-
-    /// Time-driven timeline entries (holds passing `max_hold`), then into
-    /// the log; the timeline task calls this with the current time.
-    pub fn tick(&mut self, now: crate::model::Now) {
-        for tree in &mut self.trees {
-            tree.note_long_holds(now.mono);
-        }
-        self.take_events(now);
     }
 
     /// A lease query of tree `id`, sent at `now`, gave `reading`.
