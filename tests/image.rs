@@ -52,6 +52,25 @@ fn run_hardened(name: &str, publish: &str, options: &[&str], args: &[&str]) -> C
     Container(name.to_owned())
 }
 
+/// Runs the image once, without network, to completion: `args` are
+/// podman's from the image on. Explicit limits: podman's defaults exceed
+/// this machine's hard ones.
+fn run_once(args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--no-healthcheck",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=512:512",
+    ];
+    all.extend_from_slice(args);
+    podman(&all)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     let build = Command::new(format!("{ROOT}/scripts/image.sh"))
@@ -83,20 +102,7 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
         "keeps its HEALTHCHECK: {config}"
     );
 
-    // Explicit limits: podman's defaults exceed this machine's hard ones.
-    let version = podman(&[
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        "--no-healthcheck",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=512:512",
-        TAG,
-        "--version",
-    ]);
+    let version = run_once(&[TAG, "--version"]);
     assert!(version.status.success(), "{}", text(&version));
     assert!(
         text(&version).contains(env!("CARGO_PKG_VERSION")),
@@ -105,16 +111,7 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     );
 
     // The licences travel with the binary.
-    let licences = podman(&[
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        "--no-healthcheck",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=512:512",
+    let licences = run_once(&[
         "--entrypoint",
         "/bin/sh",
         TAG,
