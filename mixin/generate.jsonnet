@@ -34,7 +34,7 @@ local header = |||
   ||| + util.yaml({
     route: {
       receiver: 'tickets',
-      group_by: ['alertname', 'cluster'],
+      group_by: ['alertname', 'cluster', 'ensemble'],
       routes: [
         { matchers: ['severity="critical"'], receiver: 'pager' },
         { matchers: ['severity="info"'], receiver: 'quiet' },

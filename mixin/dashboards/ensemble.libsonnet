@@ -4,7 +4,7 @@ local g = import '../lib/grafana.libsonnet';
 local util = import '../lib/util.libsonnet';
 
 function(config)
-  local C = '%s,cluster=~"$cluster"' % config.selector;
+  local C = g.selector(config) + ',ensemble=~"$ensemble"';
   local s = C + ',server=~"$server"';
   local perServer(title, metric, w=12, unit=null, desc='') =
     g.panel('timeseries', title, [['%s{%s}' % [metric, s], '{{server}}']], w=w, unit=unit, desc=desc);
@@ -15,23 +15,23 @@ function(config)
     'Every ensemble member from four-letter words: up, role, latency, load, znodes, watches, zxid.',
     [
       g.row('Members'),
-      // Taken once over agent replicas (max by cluster).
+      // Taken once over agent replicas (max by ensemble).
       g.panel('stat', 'Members up',
-              [['max by (cluster) (zookeeper_ensemble_servers_up{%s})' % C, '{{cluster}}']], w=6, h=4),
+              [['max by (ensemble) (zookeeper_ensemble_servers_up{%s})' % C, '{{ensemble}}']], w=6, h=4),
       g.panel('stat', 'Leaders',
-              [['max by (cluster) (zookeeper_ensemble_leaders{%s})' % C, '{{cluster}}']],
+              [['max by (ensemble) (zookeeper_ensemble_leaders{%s})' % C, '{{ensemble}}']],
               w=6, h=4, desc='Must be 1.'),
       g.panel('stat', 'Zxid spread',
-              [['max by (cluster) (zookeeper_ensemble_zxid_spread{%s})' % C, '{{cluster}}']],
+              [['max by (ensemble) (zookeeper_ensemble_zxid_spread{%s})' % C, '{{ensemble}}']],
               w=6, h=4, desc='Transactions the slowest member lags.'),
       g.panel('stat', 'Four-letter-word errors (1h)',
               [['sum(increase(zookeeper_fourlw_errors_total{%s}[1h])) or vector(0)' % s, '']], w=6, h=4,
               desc='Over every agent replica.'),
       g.table('Members',
-              ['max by (cluster, server) (zookeeper_up{%s})' % s,
-               'max by (cluster, server, state) (zookeeper_server_state{%s} == 1)' % s,
-               'max by (cluster, server, version) (zookeeper_server_info{%s})' % s],
-              [['cluster', 'cluster'], ['server', 'server'],
+              ['max by (ensemble, server) (zookeeper_up{%s})' % s,
+               'max by (ensemble, server, state) (zookeeper_server_state{%s} == 1)' % s,
+               'max by (ensemble, server, version) (zookeeper_server_info{%s})' % s],
+              [['ensemble', 'ensemble'], ['server', 'server'],
                ['A', 'up', { mappings: g.valueText([['0', 'DOWN', 'red'], ['1', 'up', 'green']]),
                              custom: { cellOptions: { type: 'color-text' } } }],
                ['state', 'role'], ['version', 'version']],
@@ -64,7 +64,8 @@ function(config)
               [['sum by (server, reason) (rate(zookeeper_fourlw_errors_total{%s}[5m]))' % s, '{{server}} {{reason}}']]),
     ],
     [
-      g.queryVariable('cluster', 'Cluster', 'zookeeper_up', config.selector),
-      g.queryVariable('server', 'Server', 'zookeeper_up', '%s,cluster=~"$cluster"' % config.selector),
+      g.jobVariable(config),
+      g.queryVariable('ensemble', 'Ensemble', 'zookeeper_up', g.selector(config)),
+      g.queryVariable('server', 'Server', 'zookeeper_up', C),
     ],
   )

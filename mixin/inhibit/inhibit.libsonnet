@@ -1,8 +1,12 @@
 // Alertmanager inhibit rules: alertmanagerInhibitRules. One condition, one
 // page: where one alert's cause is another's (a lost quorum stops every
 // member serving and every election updating), the cause silences the
-// effects of the same cluster while it fires. Pushed alerts carry the same
-// alertname and cluster as the rules, so the agent's own are silenced too.
+// effects in the same ensemble while it fires. Pushed alerts carry the same
+// alertname and ensemble as the rules, so the agent's own are silenced too.
+// `cluster` is the multi-cluster convention's label (Prometheus's external
+// labels): two Kubernetes clusters may each run an ensemble of one name,
+// and one's lost quorum must not silence the other's pages. Alertmanager
+// takes a label both alerts lack as equal, so it costs nothing elsewhere.
 local anyOf(names) = 'alertname=~"%s"' % std.join('|', names);
 
 {
@@ -16,21 +20,21 @@ local anyOf(names) = 'alertname=~"%s"' % std.join('|', names);
         'ZooKeeperNoLeader', 'ZooKeeperMemberLagging',
         'ZooKeeperExporterSessionDown', 'ZooKeeperExporterTreeNotSynced',
       ] + $._inhibitedWhenUnwatched)],
-      equal: ['cluster'],
+      equal: ['cluster', 'ensemble'],
     },
     {
       // A leader election that does not finish leaves every member
       // refusing clients as not serving.
       source_matchers: ['alertname="ZooKeeperNoLeader"'],
       target_matchers: [anyOf(['ZooKeeperNotServing', 'ZooKeeperQuorumAtRisk'])],
-      equal: ['cluster'],
+      equal: ['cluster', 'ensemble'],
     },
     {
       // Without the agent's session the trees are not read: what the
       // election, group and lock alerts judge is the last reading.
       source_matchers: ['alertname="ZooKeeperExporterSessionDown"'],
       target_matchers: [anyOf(['ZooKeeperExporterTreeNotSynced'] + $._inhibitedWhenUnwatched)],
-      equal: ['cluster'],
+      equal: ['cluster', 'ensemble'],
     },
   ],
 

@@ -2,6 +2,12 @@
 // out left to right in rows 24 columns wide; a row header starts a new line.
 local ds = { type: 'prometheus', uid: '${datasource}' };
 
+// The matchers of the mixin's `selector` other than the one on `job`.
+local otherMatchers(config) =
+  local m(x) = std.stripChars(x, ' ');
+  local isJob(x) = std.length(m(x)) > 3 && std.startsWith(m(x), 'job') && std.member(['=', '!', '~'], m(x)[3]);
+  [m(x) for x in std.split(config.selector, ',') if m(x) != '' && !isJob(x)];
+
 local target(index, expr, legend, table) =
   {
     refId: std.char(std.codepoint('A') + index),
@@ -116,9 +122,23 @@ local layout(items) =
     options: { [pairs[i][0]]: { text: pairs[i][1], color: pairs[i][2], index: i } for i in std.range(0, std.length(pairs) - 1) },
   }],
 
+  // The dashboards' selector: the mixin's `selector` with its `job`
+  // matcher replaced by the `job` variable, so a target scraped under any
+  // job name shows, and every other matcher of `selector` (a namespace,
+  // say) still narrows every query.
+  selector(config)::
+    std.join(',', ['job=~"$job"'] + otherMatchers(config)),
+
+  // The `job` variable: every job that scrapes this agent (its
+  // build_info), narrowed by the other matchers of `selector`; all of
+  // them by default.
+  jobVariable(config)::
+    self.queryVariable('job', 'Job', 'zookeeper_exporter_build_info', std.join(',', otherMatchers(config))),
+
   // A multi-value variable listing the values of label `name` of `metric`.
   queryVariable(name, label, metric, selector)::
-    local query = 'label_values(%s{%s}, %s)' % [metric, selector, name];
+    local series = if selector == '' then metric else '%s{%s}' % [metric, selector];
+    local query = 'label_values(%s, %s)' % [series, name];
     {
       name: name,
       label: label,

@@ -88,10 +88,10 @@ local lines(v, indent) =
   // slow request on an idle server is no trend.
   recentLatency(selector, window, minRate=0)::
     local op(name, label) =
-      local count = 'sum by (cluster, server) (rate(zookeeper_%s_count{%s}[%s]))' % [name, selector, window];
-      'label_replace(sum by (cluster, server) (rate(zookeeper_%s_sum{%s}[%s])) / %s and %s > %s, "op", "%s", "", "")'
+      local count = 'sum by (ensemble, server) (rate(zookeeper_%s_count{%s}[%s]))' % [name, selector, window];
+      'label_replace(sum by (ensemble, server) (rate(zookeeper_%s_sum{%s}[%s])) / %s and %s > %s, "op", "%s", "", "")'
       % [name, selector, window, count, count, minRate, label];
-    '(%s or %s or label_replace(max by (cluster, server) (zookeeper_latency_avg{%s}) unless on (cluster, server) zookeeper_readlatency_count{%s}, "op", "since_start", "", ""))'
+    '(%s or %s or label_replace(max by (ensemble, server) (zookeeper_latency_avg{%s}) unless on (ensemble, server) zookeeper_readlatency_count{%s}, "op", "since_start", "", ""))'
     % [op('readlatency', 'read'), op('updatelatency', 'update'), selector, selector],
 
   // '30s' -> '30 seconds', '1m' -> 'a minute', '15m' -> '15 minutes', '1h' -> 'an hour'.

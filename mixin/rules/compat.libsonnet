@@ -6,7 +6,7 @@
 // alerts/compat.rules.yml only for the migration, then drop it.
 //
 // Every record is one series per ZooKeeper server: the max over agent
-// replicas by (cluster, server), then the old exporters' labels added from
+// replicas by (ensemble, server), then the old exporters' labels added from
 // `server`: `zk_host` (dabealu) and `instance` (carlpett and ZooKeeper's
 // own provider, where instance named the server scraped).
 local names = {
@@ -118,11 +118,11 @@ local names = {
     // One server's series with the old label names.
     local server(expr) =
       'label_replace(label_replace(%s, "zk_host", "$1", "server", "(.*)"), "instance", "$1", "server", "(.*)")' % expr,
-    local one(family, extra='') = 'max by (cluster, server%s) (%s{%s})' % [extra, family, c.selector],
+    local one(family, extra='') = 'max by (ensemble, server%s) (%s{%s})' % [extra, family, c.selector],
     // Each leader's epoch (srvr's zxid), 0 where srvr is not polled.
-    local leaders = 'max by (cluster, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
+    local leaders = 'max by (ensemble, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
     // The leaders of the newest epoch, one series each.
-    local newest = '(%(l)s == on (cluster) group_left max by (cluster) (%(l)s))' % { l: leaders },
+    local newest = '(%(l)s == on (ensemble) group_left max by (ensemble) (%(l)s))' % { l: leaders },
     groups+: [
       {
         name: 'zookeeper-compat-exporters',
@@ -138,7 +138,7 @@ local names = {
           // and the old exporters' `sum(zk_server_leader) > 1` would page
           // for it. A member claiming an older epoch is
           // ZooKeeperMultipleLeaders' business.
-          { record: 'zk_server_leader', expr: server('%(newest)s * 0 + 1 or max by (cluster, server) (zookeeper_up{%(selector)s}) * 0' % {
+          { record: 'zk_server_leader', expr: server('%(newest)s * 0 + 1 or max by (ensemble, server) (zookeeper_up{%(selector)s}) * 0' % {
             selector: c.selector,
             newest: newest,
           }) },
@@ -148,13 +148,13 @@ local names = {
           // stays quiet through a leader change read by several replicas.
           // Through the change a member may read two states for a scrape
           // (the new leader "follower" too, from the slower replica).
-          { record: 'zk_server_state', expr: server('max by (cluster, server, state) (zookeeper_server_state{%(s)s,state!="leader"} == 1) or (max by (cluster, server, state) (zookeeper_server_state{%(s)s,state="leader"} == 1) and on (cluster, server) %(newest)s)' % {
+          { record: 'zk_server_state', expr: server('max by (ensemble, server, state) (zookeeper_server_state{%(s)s,state!="leader"} == 1) or (max by (ensemble, server, state) (zookeeper_server_state{%(s)s,state="leader"} == 1) and on (ensemble, server) %(newest)s)' % {
             s: c.selector,
             newest: newest,
           }) },
           { record: 'zk_version', expr: server(one('zookeeper_server_info', ', version')) },
           // 3.4 calls the leader's learners followers.
-          { record: 'zk_followers', expr: server('max by (cluster, server) (zookeeper_followers{%s} or zookeeper_learners{%s})' % [c.selector, c.selector]) },
+          { record: 'zk_followers', expr: server('max by (ensemble, server) (zookeeper_followers{%s} or zookeeper_learners{%s})' % [c.selector, c.selector]) },
         ] + [
           { record: 'zk_' + key, expr: server(one(names.gauges[key])) }
           for key in std.objectFields(names.gauges)

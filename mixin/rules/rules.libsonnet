@@ -12,17 +12,17 @@ local util = import '../lib/util.libsonnet';
         rules: [
           {
             // How many elections each identity is master of now.
-            record: 'cluster_identity:zookeeper_election_masters:count',
-            expr: 'count by (cluster, identity) (max by (cluster, election, identity) (zookeeper_election_master{%(selector)s} == 1))' % c,
+            record: 'ensemble_identity:zookeeper_election_masters:count',
+            expr: 'count by (ensemble, identity) (max by (ensemble, election, identity) (zookeeper_election_master{%(selector)s} == 1))' % c,
           },
           {
-            record: 'cluster_election:zookeeper_election_master_changes:increase5m',
-            expr: 'max by (cluster, election) (increase(zookeeper_election_master_changes_total{%(selector)s}[5m]))' % c,
+            record: 'ensemble_election:zookeeper_election_master_changes:increase5m',
+            expr: 'max by (ensemble, election) (increase(zookeeper_election_master_changes_total{%(selector)s}[5m]))' % c,
           },
           {
             // The share of time without a master (1 - availability).
-            record: 'cluster_election:zookeeper_election_masterless_seconds:rate5m',
-            expr: 'max by (cluster, election) (rate(zookeeper_election_masterless_seconds_total{%(selector)s}[5m]))' % c,
+            record: 'ensemble_election:zookeeper_election_masterless_seconds:rate5m',
+            expr: 'max by (ensemble, election) (rate(zookeeper_election_masterless_seconds_total{%(selector)s}[5m]))' % c,
           },
         ],
       },
@@ -34,8 +34,8 @@ local util = import '../lib/util.libsonnet';
         name: 'zookeeper-election-slo-records',
         rules: [
           {
-            record: 'cluster_tree:zookeeper_election_masterless:ratio_rate%s' % w,
-            expr: 'max by (cluster, tree) (rate(zookeeper_tree_masterless_seconds_total{%(selector)s}[%(w)s])) / (max by (cluster, tree) (sum without (state) (zookeeper_tree_elections{%(selector)s})) > 0)' % (c { w: w }),
+            record: 'ensemble_tree:zookeeper_election_masterless:ratio_rate%s' % w,
+            expr: 'max by (ensemble, tree) (rate(zookeeper_tree_masterless_seconds_total{%(selector)s}[%(w)s])) / (max by (ensemble, tree) (sum without (state) (zookeeper_tree_elections{%(selector)s})) > 0)' % (c { w: w }),
           }
           for w in std.set([p.long for p in c.slo.page + c.slo.ticket] + [p.short for p in c.slo.page + c.slo.ticket] + [c.slo.window], function(d) util.seconds(d))
         ],

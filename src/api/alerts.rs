@@ -82,7 +82,7 @@ fn labels_of(external: &BTreeMap<String, String>, key: &Key) -> BTreeMap<String,
     let mut labels = external.clone();
     labels.insert("alertname".into(), kind.alertname().into());
     labels.insert("severity".into(), kind.severity().into());
-    labels.insert("cluster".into(), cluster.clone());
+    labels.insert("ensemble".into(), cluster.clone());
     if !election.is_empty() {
         labels.insert("election".into(), election.clone());
     }
@@ -131,7 +131,7 @@ pub fn own_alerts(
         else {
             continue;
         };
-        let key = (kind, label("cluster"), label("election"));
+        let key = (kind, label("ensemble"), label("election"));
         if !clusters.contains(&key.1) || labels_of(external, &key) != alert.labels {
             continue;
         }
@@ -190,7 +190,7 @@ mod tests {
             json["labels"],
             serde_json::json!({
                 "alertname": "ZooKeeperElectionNoMaster",
-                "cluster": "prod",
+                "ensemble": "prod",
                 "election": "/bots/bot_1",
                 "region": "eu",
                 "severity": "critical",
@@ -222,23 +222,23 @@ mod tests {
         let external = BTreeMap::from([("region".to_owned(), "eu".to_owned())]);
         let clusters = vec!["prod".to_owned()];
         let body = br#"[
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b1", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b1", "region": "eu"},
            "startsAt": "2026-12-04T13:00:00.250Z", "status": {"state": "active"}},
-          {"labels": {"alertname": "ZooKeeperExporterSessionDown", "severity": "critical", "cluster": "prod", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperExporterSessionDown", "severity": "critical", "ensemble": "prod", "region": "eu"},
            "startsAt": "2026-12-04T14:00:00.000+01:00", "status": {"state": "suppressed"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b2", "region": "eu", "prometheus": "p1"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b2", "region": "eu", "prometheus": "p1"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "staging", "election": "/bots/b1", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "staging", "election": "/bots/b1", "region": "eu"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b3"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b3"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
-          {"labels": {"alertname": "SomethingElse", "cluster": "prod", "region": "eu"},
+          {"labels": {"alertname": "SomethingElse", "ensemble": "prod", "region": "eu"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "active"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b4", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b4", "region": "eu"},
            "startsAt": "not a time", "status": {"state": "active"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b5", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b5", "region": "eu"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "unprocessed"}},
-          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "cluster": "prod", "election": "/bots/b6", "region": "eu"},
+          {"labels": {"alertname": "ZooKeeperElectionNoMaster", "severity": "critical", "ensemble": "prod", "election": "/bots/b6", "region": "eu"},
            "startsAt": "2026-12-04T13:00:00Z", "status": {"state": "resolved"}}
         ]"#;
         let own = own_alerts(body, &external, &clusters).unwrap();

@@ -122,7 +122,8 @@ pub struct LockRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct PushedAlert {
     pub alertname: &'static str,
-    pub cluster: String,
+    /// The alert's `ensemble` label: the cluster's `name`.
+    pub ensemble: String,
     /// Absent from the key of cluster-wide alerts: `null`.
     pub election: Option<String>,
     pub since: String,
@@ -140,7 +141,7 @@ impl StatusBody {
             .into_iter()
             .map(|(alertname, cluster, election, since)| PushedAlert {
                 alertname,
-                cluster,
+                ensemble: cluster,
                 election: (!election.is_empty()).then_some(election),
                 since: rfc3339_seconds(since),
             })

@@ -14,6 +14,10 @@ use super::raw::{RawAlerting, RawAlertmanager, RawAlertmanagerTable};
 use super::validate::{AT_LEAST_100MS, bounded_duration};
 use crate::model::alerting::Kind;
 
+/// The labels the agent gives each pushed alert itself: an external label
+/// of the same name would be overwritten, so it is refused instead.
+const OWN_LABELS: [&str; 4] = ["alertname", "severity", "ensemble", "election"];
+
 /// Where the runbooks are published unless `runbook_url` says otherwise:
 /// the same address as the mixin's `_config.runbookURL` (a test holds the
 /// two together).
@@ -125,10 +129,10 @@ pub(super) fn validate_alerting(
     let windows = rule_windows(raw.windows.unwrap_or_default())?;
     let external_labels = raw.external_labels.unwrap_or_default();
     for name in external_labels.keys() {
-        if !label_name_ok(name) || name == "alertname" || name == "severity" {
+        if !label_name_ok(name) || OWN_LABELS.contains(&name.as_str()) {
             return Err(ConfigError::new(
                 format!("alerting.external_labels.{name}"),
-                "is not a label name the agent may add (letters, digits, `_`; not alertname or severity)",
+                "is not a label name the agent may add (letters, digits, `_`; not alertname, severity, ensemble or election, which the agent sets)",
             ));
         }
     }

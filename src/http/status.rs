@@ -139,14 +139,14 @@ fn text(s: &str) -> Cell {
 impl Row for PushedAlert {
     const COLUMNS: &'static [(&'static str, &'static str)] = &[
         ("alert", "alertname"),
-        ("cluster", "cluster"),
+        ("ensemble", "ensemble"),
         ("election", "election"),
         ("since", "since"),
     ];
     fn cells(&self) -> Vec<Cell> {
         vec![
             text(self.alertname),
-            text(&self.cluster),
+            text(&self.ensemble),
             self.election.as_ref().into(),
             Cell::Time(self.since.clone()),
         ]
@@ -490,7 +490,7 @@ mod tests {
             generated: "now".into(),
             pushed_alerts: vec![PushedAlert {
                 alertname: "ZooKeeperElectionNoMaster",
-                cluster: "<b>x</b>".into(),
+                ensemble: "<b>x</b>".into(),
                 election: Some("/e\"'".into()),
                 since: "t".into(),
             }],

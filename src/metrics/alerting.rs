@@ -33,7 +33,7 @@ impl Collector for PushCollector {
         family(
             &mut enc,
             names::ALERTS_ACTIVE,
-            "Alerts the agent is pushing now, by alertname and cluster.",
+            "Alerts the agent is pushing now, by alertname and ensemble.",
             MetricType::Gauge,
             |m| {
                 let mut active = s.active.clone();
@@ -47,7 +47,7 @@ impl Collector for PushCollector {
                 for ((name, cluster), n) in &active {
                     gauge(
                         m,
-                        &Labels::new("cluster", cluster).with("alertname", name),
+                        &Labels::new("ensemble", cluster).with("alertname", name),
                         *n as f64,
                     )?;
                 }
@@ -132,7 +132,7 @@ mod tests {
         for cluster in ["prod", "stage"] {
             for kind in Kind::ALL {
                 let series = format!(
-                    "zookeeper_exporter_alerts_active{{cluster=\"{cluster}\",alertname=\"{}\"}} 0",
+                    "zookeeper_exporter_alerts_active{{ensemble=\"{cluster}\",alertname=\"{}\"}} 0",
                     kind.alertname()
                 );
                 assert!(out.contains(&series), "{series} missing from\n{out}");

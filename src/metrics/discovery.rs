@@ -34,7 +34,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
                         .count();
                     gauge(
                         m,
-                        &Labels::new("cluster", c.name.as_str()).with("kind", kind.label()),
+                        &Labels::new("ensemble", c.name.as_str()).with("kind", kind.label()),
                         n as f64,
                     )?;
                 }
@@ -50,7 +50,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         |m| {
             for (c, d) in discovering() {
                 let cluster = c.name.as_str();
-                gauge(m, &Labels::new("cluster", cluster), d.nodes_walked as f64)?;
+                gauge(m, &Labels::new("ensemble", cluster), d.nodes_walked as f64)?;
             }
             Ok(())
         },
@@ -65,7 +65,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
                 let cluster = c.name.as_str();
                 gauge(
                     m,
-                    &Labels::new("cluster", cluster),
+                    &Labels::new("ensemble", cluster),
                     f64::from(u8::from(d.truncated)),
                 )?;
             }
@@ -79,7 +79,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Counter,
         |m| {
             for (c, d) in discovering() {
-                counter(m, &Labels::new("cluster", c.name.as_str()), d.fleeting)?;
+                counter(m, &Labels::new("ensemble", c.name.as_str()), d.fleeting)?;
             }
             Ok(())
         },
@@ -93,7 +93,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
             for (c, d) in discovering() {
                 let cluster = c.name.as_str();
                 if let Some(t) = d.last_run {
-                    gauge(m, &Labels::new("cluster", cluster), unix_seconds(t))?;
+                    gauge(m, &Labels::new("ensemble", cluster), unix_seconds(t))?;
                 }
             }
             Ok(())

@@ -22,7 +22,7 @@ use crate::model::tree::TreeSource;
 pub(super) struct Seen<'a> {
     pub cluster: &'a str,
     pub path: &'a str,
-    /// `cluster="…",election="…"` escaped, in the scrape's label buffer.
+    /// `ensemble="…",election="…"` escaped, in the scrape's label buffer.
     pub escaped: std::ops::Range<usize>,
     pub sequential: bool,
     pub min_candidates: Option<u32>,
@@ -137,7 +137,7 @@ pub(super) fn write_families<S: Sink>(sink: &mut S, rows: &[Seen], labels: &str)
         Kind::Gauge,
     )?;
     each(sink, rows, labels, |sink, e, r| match r.master {
-        Some(m) => sink.sample(e, &[("node", m.node), ("identity", m.identity)], g(1.0)),
+        Some(m) => sink.sample(e, &[("znode", m.node), ("identity", m.identity)], g(1.0)),
         None => Ok(()),
     })?;
     sink.family(

@@ -21,7 +21,7 @@ pub(super) fn each_server(
         if let Some(ensemble) = &c.ensemble {
             for (server, health) in ensemble.servers() {
                 f(
-                    &Labels::new("cluster", c.name.as_str()).with("server", server),
+                    &Labels::new("ensemble", c.name.as_str()).with("server", server),
                     health,
                 )?;
             }
@@ -284,7 +284,7 @@ pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) ->
         family(enc, name, help, MetricType::Gauge, |m| {
             for c in clusters {
                 if let Some(v) = c.ensemble.as_ref().and_then(value) {
-                    gauge(m, &Labels::new("cluster", c.name.as_str()), v)?;
+                    gauge(m, &Labels::new("ensemble", c.name.as_str()), v)?;
                 }
             }
             Ok(())

@@ -30,7 +30,7 @@ pub(super) fn each_tracked_master(
                 .filter(|l| !matches!(l, Liveness::Unknown(_)))
             {
                 f(
-                    &Labels::new("cluster", c.name.as_str()).with("election", path),
+                    &Labels::new("ensemble", c.name.as_str()).with("election", path),
                     liveness,
                     tracker,
                     master.owner,
@@ -96,7 +96,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
                     for (election, n) in watchers {
                         gauge(
                             m,
-                            &Labels::new("cluster", c.name.as_str())
+                            &Labels::new("ensemble", c.name.as_str())
                                 .with("election", election.as_str()),
                             *n as f64,
                         )?;
@@ -124,7 +124,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
                         .count();
                     gauge(
                         m,
-                        &Labels::new("cluster", c.name.as_str())
+                        &Labels::new("ensemble", c.name.as_str())
                             .with("tree", tree.pattern().as_str()),
                         n as f64,
                     )?;

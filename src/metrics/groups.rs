@@ -23,7 +23,7 @@ pub(super) fn each_group(
             };
             for (path, group) in groups.groups() {
                 f(
-                    &Labels::new("cluster", c.name.as_str()).with("group", path),
+                    &Labels::new("ensemble", c.name.as_str()).with("group", path),
                     tree,
                     groups.spec(),
                     group,

@@ -53,7 +53,7 @@ pub(super) fn encode_leases(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
     let each = |f: &mut dyn FnMut(&Labels, &Leased) -> fmt::Result| -> fmt::Result {
         for r in &rows {
             f(
-                &Labels::new("cluster", r.cluster).with("election", r.path),
+                &Labels::new("ensemble", r.cluster).with("election", r.path),
                 r,
             )?;
         }
@@ -236,7 +236,7 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
                     if !book(tree).is_some_and(LeaseBook::fresh) {
                         continue;
                     }
-                    let l = Labels::new("cluster", c.name.as_str())
+                    let l = Labels::new("ensemble", c.name.as_str())
                         .with("tree", tree.pattern().as_str());
                     for v in Verdict::ALL {
                         gauge(m, &l.with("state", v.label()), counts[v.index()] as f64)?;

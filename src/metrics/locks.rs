@@ -21,7 +21,7 @@ fn each_lock(
         for tree in c.trees.iter().filter_map(Tree::as_locks) {
             for (path, lock) in tree.locks() {
                 f(
-                    &Labels::new("cluster", c.name.as_str()).with("lock", path),
+                    &Labels::new("ensemble", c.name.as_str()).with("lock", path),
                     tree.spec(),
                     lock,
                 )?;
@@ -98,7 +98,7 @@ pub(super) fn encode_locks(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
             for c in clusters {
                 for tree in &c.trees {
                     if let Some(locks) = tree.as_locks() {
-                        let l = Labels::new("cluster", c.name.as_str())
+                        let l = Labels::new("ensemble", c.name.as_str())
                             .with("tree", tree.pattern().as_str());
                         histogram(m, &l, locks.hold_histogram())?;
                     }

@@ -19,7 +19,7 @@ use super::mntr::{Kind, Mapped, Summary, Typings};
 use super::names;
 use crate::model::ClusterState;
 
-/// `cluster` and `server` labels of one polled server.
+/// `ensemble` and `server` labels of one polled server.
 type ServerLabels<'a> = Labels<'a>;
 
 /// One mntr family across all servers: kind, HELP, and series (with the
@@ -40,7 +40,7 @@ struct Typed<'a> {
 
 impl<'a> Typed<'a> {
     fn labels(&self) -> ServerLabels<'a> {
-        Labels::new("cluster", self.cluster).with("server", self.server)
+        Labels::new("ensemble", self.cluster).with("server", self.server)
     }
 }
 
@@ -377,7 +377,7 @@ mod tests {
         let text = section(&c, &mut typings, &mut layout, false);
         assert!(
             text.contains(
-                "zookeeper_znode_count{cluster=\"c\\\"1\",server=\"a:2181\"} 987654321\n"
+                "zookeeper_znode_count{ensemble=\"c\\\"1\",server=\"a:2181\"} 987654321\n"
             ),
             "{text}"
         );

@@ -23,7 +23,7 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
                     let v = f64::from(u8::from(c.session.state == s));
                     gauge(
                         m,
-                        &Labels::new("cluster", c.name.as_str()).with("state", s.label()),
+                        &Labels::new("ensemble", c.name.as_str()).with("state", s.label()),
                         v,
                     )?;
                 }
@@ -52,7 +52,7 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
     for (name, help, value) in counters {
         family(enc, name, help, MetricType::Counter, |m| {
             for c in clusters {
-                counter(m, &Labels::new("cluster", c.name.as_str()), value(c))?;
+                counter(m, &Labels::new("ensemble", c.name.as_str()), value(c))?;
             }
             Ok(())
         })?;
@@ -65,7 +65,7 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         |m| {
             for c in clusters {
                 if let Some(t) = c.session.timeout {
-                    gauge(m, &Labels::new("cluster", c.name.as_str()), t.as_secs_f64())?;
+                    gauge(m, &Labels::new("ensemble", c.name.as_str()), t.as_secs_f64())?;
                 }
             }
             Ok(())
@@ -81,7 +81,7 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
                 for (op, h) in c.session.latency() {
                     histogram(
                         m,
-                        &Labels::new("cluster", c.name.as_str()).with("op", op),
+                        &Labels::new("ensemble", c.name.as_str()).with("op", op),
                         h,
                     )?;
                 }

@@ -2,7 +2,7 @@
 //!
 //! They are nearly all of a large body (about twelve series per election),
 //! and through `prometheus-client` every series re-escapes the same two
-//! labels (`cluster`, `election`) through several dynamic writer calls:
+//! labels (`ensemble`, `election`) through several dynamic writer calls:
 //! about a quarter of a large render. Here an election's two labels are
 //! escaped once and copied into each of its series. The output is the
 //! library's, byte for byte, in either format (a property test holds it
@@ -37,7 +37,7 @@ pub(super) struct Election<'a> {
     pub cluster: &'a str,
     #[cfg_attr(not(test), allow(dead_code))]
     pub path: &'a str,
-    /// `cluster="…",election="…"`, escaped: written once per election.
+    /// `ensemble="…",election="…"`, escaped: written once per election.
     pub escaped: &'a str,
 }
 
@@ -50,9 +50,9 @@ pub(super) trait Sink {
     fn sample(&mut self, e: &Election, extra: &[(&str, &str)], value: Value) -> fmt::Result;
 }
 
-/// `cluster="…",election="…"` of an election, appended to `out`.
+/// `ensemble="…",election="…"` of an election, appended to `out`.
 pub(super) fn election_labels(cluster: &str, path: &str, out: &mut String) {
-    out.push_str("cluster=\"");
+    out.push_str("ensemble=\"");
     escape(cluster, out);
     out.push_str("\",election=\"");
     escape(path, out);
@@ -214,7 +214,7 @@ pub(super) mod reference {
 
         fn sample(&mut self, e: &Election, extra: &[(&str, &str)], value: Value) -> fmt::Result {
             let mut labels = vec![
-                ("cluster".to_owned(), e.cluster.to_owned()),
+                ("ensemble".to_owned(), e.cluster.to_owned()),
                 ("election".to_owned(), e.path.to_owned()),
             ];
             labels.extend(

@@ -21,7 +21,7 @@ pub(super) fn each_tree(
     for c in clusters {
         for tree in &c.trees {
             f(
-                &Labels::new("cluster", c.name.as_str()).with("tree", tree.pattern().as_str()),
+                &Labels::new("ensemble", c.name.as_str()).with("tree", tree.pattern().as_str()),
                 tree,
             )?;
         }
@@ -104,7 +104,7 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
                     if tree.as_elections().is_none() {
                         continue;
                     }
-                    let l = Labels::new("cluster", c.name.as_str())
+                    let l = Labels::new("ensemble", c.name.as_str())
                         .with("tree", tree.pattern().as_str());
                     for state in State::ALL {
                         gauge(
@@ -141,7 +141,7 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
                     let Some(e) = tree.as_elections() else {
                         continue;
                     };
-                    let l = Labels::new("cluster", c.name.as_str())
+                    let l = Labels::new("ensemble", c.name.as_str())
                         .with("tree", tree.pattern().as_str());
                     counter(m, &l, (*lost + e.masterless_gone()).as_secs_f64())?;
                 }

@@ -57,7 +57,7 @@ impl Kind {
         self.entry().severity
     }
 
-    /// The rule's `summary` and `description`, with `{{ $labels.cluster }}`,
+    /// The rule's `summary` and `description`, with `{{ $labels.ensemble }}`,
     /// `{{ $labels.election }}` and `{{ $value }}` to fill in ([`fill`]).
     pub const fn texts(self) -> (&'static str, &'static str) {
         (self.entry().summary, self.entry().description)
@@ -510,12 +510,12 @@ impl PushStats {
     }
 }
 
-/// Fills a rule's template, as Prometheus would: `{{ $labels.cluster }}`,
+/// Fills a rule's template, as Prometheus would: `{{ $labels.ensemble }}`,
 /// `{{ $labels.election }}` and `{{ $value }}` (the only ones the
 /// catalogue's texts use; a test keeps it so).
 pub fn fill(template: &str, cluster: &str, election: &str, value: u64) -> String {
     template
-        .replace("{{ $labels.cluster }}", cluster)
+        .replace("{{ $labels.ensemble }}", cluster)
         .replace("{{ $labels.election }}", election)
         .replace("{{ $value }}", &value.to_string())
 }
