@@ -39,7 +39,7 @@ fn master_is(exporter_port: u16, election: &str, node: &str) -> bool {
         body.lines().any(|l| {
             l.starts_with("zookeeper_election_master{")
                 && l.contains(&format!("election=\"{election}\""))
-                && l.contains(&format!("node=\"{node}\""))
+                && l.contains(&format!("znode=\"{node}\""))
         })
     })
 }
@@ -155,7 +155,7 @@ async fn chroot_switch_latency(zk: &ZkServer, writers: usize) {
     let written_before = written.load(std::sync::atomic::Ordering::Relaxed);
     let mut times = NodeSwitches::default();
     for _ in 0..40 {
-        let labels = |who: &str| format!("node=\"controller\",identity=\"{who}\"");
+        let labels = |who: &str| format!("znode=\"controller\",identity=\"{who}\"");
         times
             .round([&admin, &standby, &watcher], &node, exporter.port, labels)
             .await;
@@ -275,7 +275,7 @@ async fn node_switch_latency(zk: &ZkServer) {
         let election = format!("{base}/e{round}");
         mkdir(&admin, &election).await;
         let labels = |who: &str| {
-            format!("election=\"{election}/leader\",node=\"leader\",identity=\"{who}\"")
+            format!("election=\"{election}/leader\",znode=\"leader\",identity=\"{who}\"")
         };
         let node = format!("{election}/leader");
         times

@@ -100,7 +100,7 @@ async fn a_masterless_election_is_pushed_resent_after_a_restart_and_resolved() {
     let expected: Value = serde_json::json!({
         "alertname": "ZooKeeperElectionNoMaster",
         "severity": "critical",
-        "cluster": "test",
+        "ensemble": "test",
         "election": election,
     });
     assert_eq!(labels, expected, "exactly the rule's labels");

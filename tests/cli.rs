@@ -158,9 +158,9 @@ async fn quick_start_flags_watch_an_election_without_a_file() {
     ]);
     let exporter = Exporter::spawn(&args, &[], port);
     let labels = [
-        ("cluster", "default"),
+        ("ensemble", "default"),
         ("election", &*election),
-        ("node", &*node),
+        ("znode", &*node),
         ("identity", "phone-1"),
     ];
     wait_for_async("master via quick start", Duration::from_secs(30), || {

@@ -149,7 +149,7 @@ async fn until_members(exporter: &Exporter, group: &str, n: f64) {
         .until(&format!("{n} live replicas"), T, |m| {
             m.get(
                 "zookeeper_group_members",
-                &[("cluster", "test"), ("group", group)],
+                &[("ensemble", "test"), ("group", group)],
             ) == Some(n)
         })
         .await;

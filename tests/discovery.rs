@@ -152,13 +152,13 @@ async fn discovery_classifies_every_kind_of_tree() {
 
     let bot_1 = format!("{base}/bots/bot_1");
     let lock = format!("{base}/locks/resource_a");
-    let lock_labels = [("cluster", "test"), ("lock", lock.as_str())];
+    let lock_labels = [("ensemble", "test"), ("lock", lock.as_str())];
     let (resource_b, rs, api) = (
         format!("{base}/locks/resource_b"),
         format!("{base}/hbase/rs"),
         format!("{base}/services/api"),
     );
-    let kinds = |kind| [("cluster", "test"), ("kind", kind)];
+    let kinds = |kind| [("ensemble", "test"), ("kind", kind)];
     let (election, group, lock_kind) = (kinds("election"), kinds("group"), kinds("lock"));
     // Every value below comes from trees listed one after another: wait
     // for all of them in one scrape.
@@ -185,7 +185,7 @@ async fn discovery_classifies_every_kind_of_tree() {
                 ("zookeeper_discovery_trees", &lock_kind, Some(1.0)),
                 (
                     "zookeeper_discovery_truncated",
-                    &[("cluster", "test")],
+                    &[("ensemble", "test")],
                     Some(0.0),
                 ),
             ],
@@ -201,14 +201,14 @@ async fn discovery_classifies_every_kind_of_tree() {
         "no election but the bots"
     );
     assert!(
-        m.get("zookeeper_discovery_nodes_walked", &[("cluster", "test")])
+        m.get("zookeeper_discovery_nodes_walked", &[("ensemble", "test")])
             .unwrap()
             >= 10.0
     );
     assert!(
         m.get(
             "zookeeper_discovery_last_run_timestamp_seconds",
-            &[("cluster", "test")]
+            &[("ensemble", "test")]
         )
         .is_some()
     );
@@ -339,11 +339,11 @@ async fn a_walk_cut_short_by_max_nodes_says_so_and_the_agent_stays_healthy() {
     let exporter = Exporter::start(&discovery_config(&zk.address(), &extra));
     let m = exporter
         .until("truncated walk", T, |m| {
-            m.get("zookeeper_discovery_truncated", &[("cluster", "test")]) == Some(1.0)
+            m.get("zookeeper_discovery_truncated", &[("ensemble", "test")]) == Some(1.0)
         })
         .await;
     assert_eq!(
-        m.get("zookeeper_discovery_nodes_walked", &[("cluster", "test")]),
+        m.get("zookeeper_discovery_nodes_walked", &[("ensemble", "test")]),
         Some(3.0)
     );
     assert_eq!(http_get(exporter.port, "/healthz").unwrap().0, 200);
@@ -367,12 +367,12 @@ async fn the_memory_guard_caps_watched_elections() {
         .until("guard applied", T, |m| {
             m.get(
                 "zookeeper_exporter_series_dropped_total",
-                &[("cluster", "test"), ("kind", "election")],
+                &[("ensemble", "test"), ("kind", "election")],
             ) == Some(2.0)
         })
         .await;
     assert_eq!(
-        m.series("zookeeper_election_candidates", &[("cluster", "test")])
+        m.series("zookeeper_election_candidates", &[("ensemble", "test")])
             .len(),
         3
     );
@@ -383,7 +383,7 @@ async fn the_memory_guard_caps_watched_elections() {
         .until("new election declined", T, |m| {
             m.get(
                 "zookeeper_exporter_series_dropped_total",
-                &[("cluster", "test"), ("kind", "election")],
+                &[("ensemble", "test"), ("kind", "election")],
             ) == Some(3.0)
         })
         .await;

@@ -81,7 +81,7 @@ async fn insert_churn_never_makes_an_election_a_switch_or_an_event() {
     let running = Exporter::start(&discovery_config(&zk.address(), &extra));
     tokio::time::sleep(Duration::from_secs(3)).await;
     let started = Exporter::start(&discovery_config(&zk.address(), &extra));
-    let cluster = [("cluster", "test")];
+    let cluster = [("ensemble", "test")];
     for (who, agent) in [
         ("running", &running),
         ("started during the churn", &started),
@@ -126,7 +126,7 @@ async fn insert_churn_never_makes_an_election_a_switch_or_an_event() {
             assert_eq!(
                 m.get(
                     "zookeeper_discovery_trees",
-                    &[("cluster", "test"), ("kind", kind)]
+                    &[("ensemble", "test"), ("kind", kind)]
                 ),
                 Some(0.0),
                 "{who}: no {kind}"

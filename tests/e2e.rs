@@ -32,7 +32,8 @@ fn dashboard_queries() -> Vec<(String, String, String)> {
                     .replace("$__range", "1h")
                     // Grafana's: at least four scrape intervals (1 s here).
                     .replace("$__rate_interval", "15s")
-                    .replace("$cluster", ".*")
+                    .replace("$job", ".*")
+                    .replace("$ensemble", ".*")
                     .replace("$election", ".*")
                     .replace("$server", ".*")
                     .replace("$group", ".*")
@@ -154,7 +155,7 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
             )
         })
     });
-    assert_eq!(labels["cluster"], "e2e");
+    assert_eq!(labels["ensemble"], "e2e");
     assert_eq!(labels["election"], bot_1.as_str());
     assert_eq!(labels["severity"], "critical");
     // A candidate returns: the alert resolves.
@@ -192,11 +193,11 @@ async fn alerts_reach_alertmanager_and_dashboards_have_data() {
         a.into_iter().next().ok_or("none yet".to_owned())
     });
     assert_eq!(down["server"], addresses[0].as_str());
-    assert_eq!(down["cluster"], "e2e");
+    assert_eq!(down["ensemble"], "e2e");
     let risk = wait_for("ZooKeeperQuorumAtRisk in Alertmanager", T, || {
         let a = alerts_in_alertmanager(&am, "ZooKeeperQuorumAtRisk")?;
         a.into_iter().next().ok_or("none yet".to_owned())
     });
-    assert_eq!(risk["cluster"], "e2e");
+    assert_eq!(risk["ensemble"], "e2e");
     drop(admin);
 }

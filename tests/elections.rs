@@ -48,7 +48,7 @@ async fn candidates_join_and_the_master_is_exported() {
         stat.ctime as f64 / 1000.0,
         "at start-up `since` is the master node's ctime"
     );
-    let tree = [("cluster", "test"), ("tree", &*format!("{base}/*"))];
+    let tree = [("ensemble", "test"), ("tree", &*format!("{base}/*"))];
     assert_eq!(m.get("zookeeper_tree_synced", &tree), Some(1.0));
     assert_eq!(m.sum("zookeeper_tree_elections", &tree), Some(2.0));
 
@@ -210,7 +210,7 @@ async fn elections_appear_and_disappear_with_their_nodes() {
         "",
     ));
     let tree = [
-        ("cluster", "test"),
+        ("ensemble", "test"),
         ("tree", &*format!("{base}/*/members/*")),
     ];
     until(&exporter, "synced empty tree", |m| {
@@ -418,7 +418,7 @@ async fn oneshot_watch_mode_follows_joins_switches_and_new_elections() {
         master_node(m, &e2) == Some(n2.clone())
     })
     .await;
-    let tree = [("cluster", "test"), ("tree", &*glob)];
+    let tree = [("ensemble", "test"), ("tree", &*glob)];
     assert_eq!(m.sum("zookeeper_tree_elections", &tree), Some(2.0));
     let joins = m.get(
         "zookeeper_election_candidate_changes_total",

@@ -10,7 +10,7 @@ use common::*;
 const T: Duration = Duration::from_secs(60);
 
 fn synced(m: &Metrics) -> bool {
-    m.series("zookeeper_tree_synced", &[("cluster", "test")])
+    m.series("zookeeper_tree_synced", &[("ensemble", "test")])
         .first()
         .is_some_and(|(_, v)| *v == 1.0)
 }
@@ -97,7 +97,7 @@ async fn the_agent_follows_member_failures_and_quorum_loss_without_spurious_swit
         .await;
     assert_eq!(m.get("zookeeper_up", &[("server", &*survivor)]), Some(0.0));
     assert_eq!(
-        m.get("zookeeper_ensemble_leaders", &[("cluster", "test")]),
+        m.get("zookeeper_ensemble_leaders", &[("ensemble", "test")]),
         Some(0.0)
     );
 

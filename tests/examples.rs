@@ -253,7 +253,7 @@ async fn every_shipped_configuration_is_valid_and_quiet_over_idle_trees() {
                 T,
                 &[(
                     "zookeeper_election_has_master",
-                    &[("cluster", cluster), ("election", &election)],
+                    &[("ensemble", cluster), ("election", &election)],
                     Some(1.0),
                 )],
             )
@@ -301,7 +301,7 @@ async fn every_shipped_configuration_is_valid_and_quiet_over_idle_trees() {
         let firing = alerts_seen(
             &prom,
             &format!(
-                "alertname=\"ZooKeeperElectionNoMaster\",alertstate=\"firing\",cluster=\"{cluster}\",election=\"{election_label}\""
+                "alertname=\"ZooKeeperElectionNoMaster\",alertstate=\"firing\",ensemble=\"{cluster}\",election=\"{election_label}\""
             ),
             "10s",
         )?;

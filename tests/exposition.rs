@@ -15,6 +15,7 @@ use zk_election_exporter::model::candidate::IdentityMode;
 use zk_election_exporter::model::ensemble::{Exchange, ServerPoll};
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 use zk_election_exporter::model::{ClusterState, SharedCluster};
+use zk_election_exporter::os::ProcessStats;
 
 fn fixture(path: &str) -> String {
     std::fs::read_to_string(format!(
@@ -46,6 +47,20 @@ fn poll_from(server: &str, dir: &str) -> ServerPoll {
 fn render(cluster: ClusterState) -> String {
     let exposition = Exposition::new(vec![SharedCluster::new(cluster)]);
     exposition.render(false).unwrap()
+}
+
+/// Fixed figures of the agent's own process, so the golden holds the
+/// `process_*` families' names, types and help as a scrape shows them.
+fn process() -> Option<ProcessStats> {
+    Some(ProcessStats {
+        cpu_seconds: 12.5,
+        resident_bytes: 25_165_824,
+        virtual_bytes: 1_073_741_824,
+        threads: 9,
+        start_time_seconds: 1_700_000_000.25,
+        open_fds: 17,
+        max_fds: Some(65_536),
+    })
 }
 
 fn golden_cluster() -> ClusterState {
@@ -113,7 +128,10 @@ fn first_difference(expected: &str, actual: &str) -> String {
 
 #[test]
 fn golden_exposition_of_the_fixture_set() {
-    let rendered: String = render(golden_cluster())
+    let exposition = Exposition::new(vec![SharedCluster::new(golden_cluster())]).with_process(process);
+    let rendered: String = exposition
+        .render(false)
+        .unwrap()
         .lines()
         .filter(|l| !l.contains("zookeeper_exporter_build_info"))
         .map(|l| format!("{l}\n"))
@@ -136,14 +154,14 @@ fn golden_exposition_of_the_fixture_set() {
     }
     // Spot checks that the golden file says what the docs promise.
     assert!(
-        rendered.contains("zookeeper_ensemble_leaders{cluster=\"golden\"} 3"),
+        rendered.contains("zookeeper_ensemble_leaders{ensemble=\"golden\"} 3"),
         "the 3.8, 3.4 and 3.9 leaders"
     );
     assert!(rendered.contains(
-        "zookeeper_fourlw_skipped_lines_total{cluster=\"golden\",server=\"new:2181\"} 3"
+        "zookeeper_fourlw_skipped_lines_total{ensemble=\"golden\",server=\"new:2181\"} 3"
     ));
     assert!(rendered.contains("# TYPE zookeeper_readlatency summary"));
-    assert!(rendered.contains("zookeeper_latency_avg{cluster=\"golden\",server=\"old:2181\"}"));
+    assert!(rendered.contains("zookeeper_latency_avg{ensemble=\"golden\",server=\"old:2181\"}"));
 }
 
 fn any_reply() -> impl Strategy<Value = String> {
@@ -263,7 +281,7 @@ proptest! {
         let checked = promtool_check(&text);
         prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), reply);
         prop_assert!(
-            text.contains("zookeeper_fourlw_mntr_dropped_keys{cluster=\"c\",server=\"zk:2181\"} 0\n"),
+            text.contains("zookeeper_fourlw_mntr_dropped_keys{ensemble=\"c\",server=\"zk:2181\"} 0\n"),
             "a real key was dropped:\n{}",
             reply
         );

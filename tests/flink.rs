@@ -245,7 +245,7 @@ async fn the_agent_names_flinks_leading_jobmanager_through_a_stop_and_a_crash() 
         m.get(
             "zookeeper_tree_handover_seconds_count",
             &[
-                ("cluster", "test"),
+                ("ensemble", "test"),
                 ("tree", &format!("{root}/*/leader/latch"))
             ]
         ),

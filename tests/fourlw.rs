@@ -23,15 +23,15 @@ fn cluster(servers: &[String], fourlw: &str) -> String {
 }
 
 fn total(m: &Metrics, name: &str) -> Option<f64> {
-    m.get(name, &[("cluster", "test")])
+    m.get(name, &[("ensemble", "test")])
 }
 
 fn server_value(m: &Metrics, name: &str, server: &str) -> Option<f64> {
-    m.get(name, &[("cluster", "test"), ("server", server)])
+    m.get(name, &[("ensemble", "test"), ("server", server)])
 }
 
 fn leader(m: &Metrics) -> Option<String> {
-    m.series("zookeeper_server_leader", &[("cluster", "test")])
+    m.series("zookeeper_server_leader", &[("ensemble", "test")])
         .into_iter()
         .find(|(_, v)| *v == 1.0)
         .and_then(|(l, _)| l.get("server").cloned())

@@ -91,7 +91,7 @@ async fn a_killed_master_is_a_ghost_until_its_session_expires() {
         Some(master.clone()),
         "its node still names it master"
     );
-    let tree = [("cluster", "test"), ("tree", &*format!("{base}/*"))];
+    let tree = [("ensemble", "test"), ("tree", &*format!("{base}/*"))];
     assert_eq!(
         m.get("zookeeper_tree_disconnected_ephemerals", &tree),
         Some(1.0)

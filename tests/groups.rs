@@ -10,7 +10,7 @@ use zookeeper_client::{Acls, CreateMode};
 const T: Duration = Duration::from_secs(30);
 
 fn group(g: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("group", g)]
+    [("ensemble", "test"), ("group", g)]
 }
 
 fn members(m: &Metrics, g: &str) -> Option<f64> {
@@ -83,7 +83,7 @@ async fn services_join_leave_and_restart() {
         "start-up counts nothing"
     );
     let tree = [
-        ("cluster", "test"),
+        ("ensemble", "test"),
         ("tree", &*format!("{base}/services/*")),
     ];
     assert_eq!(m.get("zookeeper_tree_groups", &tree), Some(2.0));
@@ -154,7 +154,7 @@ async fn member_names_from_json_data_and_the_group_flag() {
         let m = quick.metrics()?;
         match m.get(
             "zookeeper_group_members",
-            &[("cluster", "default"), ("group", &*online)],
+            &[("ensemble", "default"), ("group", &*online)],
         ) {
             Some(1.0) => Ok(m),
             other => Err(format!("{other:?}")),

@@ -290,7 +290,7 @@ async fn forty_stalled_readers_cost_about_one_body() {
     let exported = |m: &Metrics| {
         m.get(
             "zookeeper_exporter_elections_exported",
-            &[("cluster", "test")],
+            &[("ensemble", "test")],
         )
     };
     let body = wait_for("5,000 elections exported", Duration::from_secs(60), || {

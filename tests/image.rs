@@ -157,7 +157,7 @@ async fn the_image_builds_and_runs_non_root_read_only_against_zookeeper() {
     let metrics = wait_for("the containerised agent's master", T, || {
         let (status, body) = http_get(port, "/metrics")?;
         let line = format!(
-            "zookeeper_election_master{{cluster=\"default\",election=\"{election}\",node=\"n_0000000000\",identity=\"device-in-image\"}} 1"
+            "zookeeper_election_master{{ensemble=\"default\",election=\"{election}\",znode=\"n_0000000000\",identity=\"device-in-image\"}} 1"
         );
         if status == 200 && body.contains(&line) {
             Ok(body)
@@ -244,10 +244,10 @@ async fn kerberos_in_the_image() {
         || {
             let (status, body) = http_get(port, "/metrics")?;
             let master =
-                format!("election=\"{election}\",node=\"n_0000000000\",identity=\"device-k\"}} 1");
+                format!("election=\"{election}\",znode=\"n_0000000000\",identity=\"device-k\"}} 1");
             if status == 200
                 && body.contains(&master)
-                && body.contains("zookeeper_session_kerberos_ticket_ok{cluster=\"default\"} 1")
+                && body.contains("zookeeper_session_kerberos_ticket_ok{ensemble=\"default\"} 1")
             {
                 Ok(())
             } else {

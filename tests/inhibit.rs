@@ -29,7 +29,7 @@ fn states(port: u16) -> Result<(BTreeSet<String>, BTreeSet<String>), String> {
         let key = format!(
             "{} {} {}",
             l["alertname"].as_str().unwrap_or_default(),
-            l["cluster"].as_str().unwrap_or_default(),
+            l["ensemble"].as_str().unwrap_or_default(),
             l["server"]
                 .as_str()
                 .or(l["election"].as_str())
@@ -56,7 +56,7 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/inhibit_rules.yml")).unwrap();
     let am = alertmanager_with("inhibit", &rules);
     let label = |(name, cluster, other): &Alert| {
-        let mut l = json!({ "alertname": name, "cluster": cluster, "severity": "critical" });
+        let mut l = json!({ "alertname": name, "ensemble": cluster, "severity": "critical" });
         let field = match *name {
             "ZooKeeperServerDown" | "ZooKeeperNotServing" => Some("server"),
             "ZooKeeperLockHeldTooLong" => Some("lock"),

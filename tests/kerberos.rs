@@ -175,13 +175,13 @@ fn session_id(exporter: &Exporter) -> String {
 }
 
 fn get(m: &Metrics, name: &str) -> f64 {
-    m.get(name, &[("cluster", "secure")]).unwrap_or(-1.0)
+    m.get(name, &[("ensemble", "secure")]).unwrap_or(-1.0)
 }
 
 fn kerberos_errors(m: &Metrics, reason: &str) -> f64 {
     m.get(
         "zookeeper_session_kerberos_errors_total",
-        &[("cluster", "secure"), ("reason", reason)],
+        &[("ensemble", "secure"), ("reason", reason)],
     )
     .unwrap_or(0.0)
 }
@@ -225,7 +225,7 @@ async fn the_agent_reads_kafka_and_hbase_behind_sasl_acls_and_follows_a_switch()
                 .is_some()
                 && m.get(
                     "zookeeper_probe_failover_seconds_count",
-                    &[("cluster", "secure")],
+                    &[("ensemble", "secure")],
                 )
                 .is_some_and(|n| n >= 1.0)
         })
@@ -419,7 +419,7 @@ async fn the_expiring_ticket_alert_warns_for_a_cache_nobody_renews_and_never_for
     assert!(
         fired
             .iter()
-            .all(|l| l["instance"] == *stale_at && l["cluster"] == "secure"),
+            .all(|l| l["instance"] == *stale_at && l["ensemble"] == "secure"),
         "only the unrenewed replica's: {fired:?}"
     );
     // The keytab's ticket never reached the rule: not firing, not even
@@ -697,7 +697,7 @@ async fn a_one_minute_ticket_is_renewed_without_dropping_the_session_or_its_watc
             get(m, "zookeeper_session_reconnects_total") == 1.0
                 && m.get(
                     "zookeeper_session_state",
-                    &[("cluster", "secure"), ("state", "connected")],
+                    &[("ensemble", "secure"), ("state", "connected")],
                 ) == Some(1.0)
         })
         .await;
@@ -770,7 +770,7 @@ async fn a_reload_that_changes_the_kerberos_identity_is_refused() {
             get(m, "zookeeper_session_kerberos_ticket_ok") == 1.0
                 && m.get(
                     "zookeeper_session_state",
-                    &[("cluster", "secure"), ("state", "connected")],
+                    &[("ensemble", "secure"), ("state", "connected")],
                 ) == Some(1.0)
         })
         .await;

@@ -183,7 +183,7 @@ async fn split_brain_and_outages(engine: Engine) {
         cut.elapsed()
     );
     let pushed = alerts_in_alertmanager(&am, "ZooKeeperElectionSplitBrain").unwrap();
-    assert_eq!(pushed[0]["cluster"], "lease");
+    assert_eq!(pushed[0]["ensemble"], "lease");
     assert_eq!(pushed[0]["severity"], "critical");
     let entry = timeline(&agent, &bot_1)
         .into_iter()

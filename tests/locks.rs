@@ -11,7 +11,7 @@ use common::*;
 const T: Duration = Duration::from_secs(30);
 
 fn lock(path: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("lock", path)]
+    [("ensemble", "test"), ("lock", path)]
 }
 
 fn config(servers: &str, glob: &str) -> String {
@@ -81,7 +81,7 @@ async fn a_lock_is_held_handed_over_and_released() {
         })
         .await;
     assert_eq!(m.get("zookeeper_lock_hold_seconds", &lock(&orders)), None);
-    let tree = [("cluster", "test"), ("tree", &*format!("{base}/*"))];
+    let tree = [("ensemble", "test"), ("tree", &*format!("{base}/*"))];
     assert_eq!(
         m.get("zookeeper_tree_lock_hold_duration_seconds_count", &tree),
         Some(1.0),

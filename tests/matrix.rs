@@ -102,7 +102,7 @@ fn notified(receiver: &Receiver) -> BTreeMap<Alert, Vec<String>> {
             continue;
         }
         let label = |k: &str| labels[k].as_str().unwrap_or_default().to_owned();
-        got.entry((name.to_owned(), label("cluster"), label("election")))
+        got.entry((name.to_owned(), label("ensemble"), label("election")))
             .or_default()
             .push(n["status"].as_str().unwrap_or_default().to_owned());
     }
@@ -187,7 +187,7 @@ async fn until_session(agent: &Exporter, cluster: &str, connected: f64) {
             T,
             &[(
                 "zookeeper_session_state",
-                &[("cluster", cluster), ("state", "connected")],
+                &[("ensemble", cluster), ("state", "connected")],
                 Some(connected),
             )],
         )

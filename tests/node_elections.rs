@@ -41,7 +41,7 @@ fn with_systems(zk: &ZkServer, systems: &[String]) -> Exporter {
 }
 
 fn labels() -> [(&'static str, &'static str); 2] {
-    [("cluster", "test"), ("election", "/controller")]
+    [("ensemble", "test"), ("election", "/controller")]
 }
 
 fn controller(m: &Metrics) -> Option<String> {
@@ -173,7 +173,7 @@ async fn kafka_controller_failovers_are_counted_once_each() {
         .until("agent disconnected", T, |m| {
             m.get(
                 "zookeeper_tree_synced",
-                &[("cluster", "test"), ("tree", "/controller")],
+                &[("ensemble", "test"), ("tree", "/controller")],
             ) == Some(0.0)
         })
         .await;
@@ -463,7 +463,7 @@ async fn known_systems_from_the_command_line() {
     let identity = |m: &Metrics, e: &str| {
         m.series(
             "zookeeper_election_master",
-            &[("cluster", "default"), ("election", e)],
+            &[("ensemble", "default"), ("election", e)],
         )
         .first()
         .and_then(|(l, _)| l.get("identity").cloned())
@@ -546,7 +546,7 @@ async fn solr_overseer_record_is_read_beside_its_sequential_election() {
         .await
         .unwrap();
     let exporter = with_systems(zk, &[format!("solr:{solr}")]);
-    let labels = [("cluster", "default"), ("election", election.as_str())];
+    let labels = [("ensemble", "default"), ("election", election.as_str())];
     let agrees = |m: &Metrics| m.get("zookeeper_election_record_agrees", &labels);
     let m = exporter
         .until("the overseer's record read", T, |m| agrees(m).is_some())
@@ -609,8 +609,8 @@ async fn a_single_node_election_sees_only_its_own_nodes() {
          [[clusters.elections]]\npath = \"/app/leader\"\nstyle = \"node\"\nepoch = \"/app/epoch\"\n",
         zk.address()
     ));
-    let tree = [("cluster", "test"), ("tree", "/app/leader")];
-    let election = [("cluster", "test"), ("election", "/app/leader")];
+    let tree = [("ensemble", "test"), ("tree", "/app/leader")];
+    let election = [("ensemble", "test"), ("election", "/app/leader")];
     let master = |m: &Metrics| {
         m.series("zookeeper_election_master", &election)
             .first()

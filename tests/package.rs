@@ -177,7 +177,7 @@ async fn the_package_installs_on_a_fresh_debian_root_and_its_service_user_runs_i
     ]);
     assert!(start.status.success(), "{}", text(&start));
     let line = format!(
-        "zookeeper_election_master{{cluster=\"default\",election=\"{election}\",node=\"n_0000000000\",identity=\"device-from-deb\"}} 1"
+        "zookeeper_election_master{{ensemble=\"default\",election=\"{election}\",znode=\"n_0000000000\",identity=\"device-from-deb\"}} 1"
     );
     wait_for("the packaged agent's master", T, || {
         let (status, body) = http_get(port, "/metrics")?;

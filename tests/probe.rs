@@ -19,7 +19,7 @@ fn probe_config(zk: &ZkServer, path: &str) -> String {
 }
 
 fn cluster(name: &str) -> [(&str, &str); 1] {
-    [("cluster", name)]
+    [("ensemble", name)]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

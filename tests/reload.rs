@@ -26,7 +26,7 @@ fn gauge(m: &Metrics, name: &str) -> Option<f64> {
 fn changes(m: &Metrics, cluster: &str, election: &str) -> Option<f64> {
     m.get(
         "zookeeper_election_master_changes_total",
-        &[("cluster", cluster), ("election", election)],
+        &[("ensemble", cluster), ("election", election)],
     )
 }
 
@@ -172,7 +172,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         .until("tree a synced under the new session", T, |m| {
             m.get(
                 "zookeeper_tree_synced",
-                &[("cluster", "one"), ("tree", &tree_a)],
+                &[("ensemble", "one"), ("tree", &tree_a)],
             ) == Some(1.0)
         })
         .await;
@@ -243,7 +243,7 @@ async fn reload_applies_the_difference_and_refuses_a_broken_file() {
         !m.samples
             .values()
             .flatten()
-            .any(|(labels, _)| labels.get("cluster").is_some_and(|v| v == "two")),
+            .any(|(labels, _)| labels.get("ensemble").is_some_and(|v| v == "two")),
         "no series of cluster two remain"
     );
 
@@ -376,7 +376,7 @@ async fn a_removed_clusters_pushed_alert_resolves() {
     let clusters_alerted = || -> Result<Vec<String>, String> {
         let mut names: Vec<String> = alerts_in_alertmanager(&am, "ZooKeeperElectionNoMaster")?
             .iter()
-            .map(|a| a["cluster"].as_str().unwrap_or("").to_owned())
+            .map(|a| a["ensemble"].as_str().unwrap_or("").to_owned())
             .collect();
         names.sort();
         Ok(names)
@@ -482,7 +482,7 @@ async fn excluded_elections_are_not_watched_until_a_reload_lifts_the_exclusion()
             "{mode}: test_* is not watched"
         );
         assert_eq!(
-            m.series("zookeeper_election_has_master", &[("cluster", "test")])
+            m.series("zookeeper_election_has_master", &[("ensemble", "test")])
                 .len(),
             1,
             "{mode}"

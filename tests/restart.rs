@@ -119,7 +119,7 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
                 ("zookeeper_group_members", &[("group", &group)], Some(2.0)),
                 (
                     "zookeeper_ensemble_servers_up",
-                    &[("cluster", "test")],
+                    &[("ensemble", "test")],
                     Some(3.0),
                 ),
             ],
@@ -161,7 +161,7 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
                 T,
                 &[(
                     "zookeeper_ensemble_servers_up",
-                    &[("cluster", "test")],
+                    &[("ensemble", "test")],
                     Some(3.0),
                 )],
             )

@@ -59,7 +59,7 @@ async fn past_the_cap_elections_needing_attention_are_exported_first() {
     assert_eq!(
         m.get(
             "zookeeper_exporter_elections_exported",
-            &[("cluster", "test")]
+            &[("ensemble", "test")]
         ),
         Some(100.0)
     );

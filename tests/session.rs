@@ -14,18 +14,18 @@ async fn until(exporter: &Exporter, what: &str, f: impl Fn(&Metrics) -> bool) ->
 }
 
 fn session(m: &Metrics, name: &str) -> f64 {
-    m.get(name, &[("cluster", "test")]).unwrap_or(f64::NAN)
+    m.get(name, &[("ensemble", "test")]).unwrap_or(f64::NAN)
 }
 
 fn state_is(m: &Metrics, state: &str) -> bool {
     m.get(
         "zookeeper_session_state",
-        &[("cluster", "test"), ("state", state)],
+        &[("ensemble", "test"), ("state", state)],
     ) == Some(1.0)
 }
 
 fn synced(m: &Metrics) -> Option<f64> {
-    m.series("zookeeper_tree_synced", &[("cluster", "test")])
+    m.series("zookeeper_tree_synced", &[("ensemble", "test")])
         .first()
         .map(|(_, v)| *v)
 }
@@ -197,7 +197,7 @@ async fn the_agent_rebuilds_its_session_after_expiry() {
         exporter
             .metrics()
             .unwrap()
-            .get("zookeeper_session_timeout_seconds", &[("cluster", "test")]),
+            .get("zookeeper_session_timeout_seconds", &[("ensemble", "test")]),
         Some(1.0)
     );
     let admin_id = admin.session_id().to_string();

@@ -13,7 +13,7 @@ use common::*;
 const T: Duration = Duration::from_secs(30);
 
 fn tree_labels(tree: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("tree", tree)]
+    [("ensemble", "test"), ("tree", tree)]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

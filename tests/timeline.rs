@@ -396,7 +396,7 @@ async fn lock_churn_keeps_switches_and_a_switch_after_a_gap_has_its_cause() {
     let entries = |class: &str| {
         m.get(
             "zookeeper_exporter_timeline_entries",
-            &[("cluster", "test"), ("class", class)],
+            &[("ensemble", "test"), ("class", class)],
         )
     };
     assert_eq!(entries("locks"), Some(5.0), "the lock ring is full");
@@ -408,7 +408,7 @@ async fn lock_churn_keeps_switches_and_a_switch_after_a_gap_has_its_cause() {
     let oldest = m
         .get(
             "zookeeper_exporter_timeline_oldest_timestamp_seconds",
-            &[("cluster", "test"), ("class", "elections")],
+            &[("ensemble", "test"), ("class", "elections")],
         )
         .expect("the elections ring is not empty");
     let switched = humantime::parse_rfc3339(switch["at"].as_str().unwrap()).unwrap();

@@ -68,7 +68,7 @@ async fn elections_and_four_letter_words_over_tls() {
     assert_eq!(
         m.get(
             "zookeeper_session_state",
-            &[("cluster", "test"), ("state", "connected")]
+            &[("ensemble", "test"), ("state", "connected")]
         ),
         Some(1.0)
     );
@@ -129,7 +129,7 @@ async fn a_wrong_ca_is_a_clear_error_not_a_crash() {
     assert!(
         m.get(
             "zookeeper_session_connect_failures_total",
-            &[("cluster", "test")]
+            &[("ensemble", "test")]
         )
         .is_some_and(|n| n >= 1.0)
     );

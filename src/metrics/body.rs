@@ -232,7 +232,7 @@ mod tests {
     /// out whole, and a plain body never compresses however long.
     #[test]
     fn a_long_body_is_compressed_across_chunks_and_a_plain_one_never() {
-        let line = "zookeeper_election_has_master{cluster=\"c\",election=\"/bots/bot_1\"} 1\n";
+        let line = "zookeeper_election_has_master{ensemble=\"c\",election=\"/bots/bot_1\"} 1\n";
         let pieces: Vec<String> = (0..(6 * CHUNK / line.len())).map(|_| line.into()).collect();
         let text = pieces.concat();
         match write(Body::zipping_past(CHUNK / 2, text.len()), &pieces) {

@@ -71,6 +71,9 @@ pub struct Exposition {
     web: Option<Arc<crate::model::web::WebStats>>,
     push: Option<Arc<crate::model::alerting::PushStats>>,
     reload: Option<Arc<crate::model::reload::ReloadStats>>,
+    /// Where the `process_*` families come from: /proc for the agent,
+    /// fixed figures for the golden exposition, none for bare models.
+    process: Option<process::Reader>,
     /// The mntr section (samples and summaries) per format, with the
     /// ensemble generations it was written for: rebuilt only after a new
     /// collection, not on every scrape.
@@ -131,7 +134,14 @@ impl Exposition {
     ) -> Self {
         let mut exposition = Self::build(clusters, Some(web), push);
         exposition.reload = Some(reload);
+        exposition.process = Some(crate::os::process_stats);
         exposition
+    }
+
+    /// With the `process_*` families, read by `read` at each scrape.
+    pub fn with_process(mut self, read: process::Reader) -> Self {
+        self.process = Some(read);
+        self
     }
 
     fn build(
@@ -144,6 +154,7 @@ impl Exposition {
             web,
             push,
             reload: None,
+            process: None,
             mntr_cache: std::sync::Mutex::new([None, None]),
             typings: std::sync::Mutex::new(mntr::Typings::default()),
             layouts: std::sync::Mutex::default(),
@@ -221,8 +232,9 @@ impl Exposition {
             registry.register_collector(Box::new(web::WebCollector {
                 stats: stats.clone(),
             }));
-            // The agent's own process (tests render models alone).
-            registry.register_collector(Box::new(process::ProcessCollector));
+        }
+        if let Some(read) = self.process {
+            registry.register_collector(Box::new(process::ProcessCollector { read }));
         }
         if let Some(stats) = &self.push {
             let clusters = roster.iter().map(|c| c.read().name.clone()).collect();

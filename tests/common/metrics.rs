@@ -127,7 +127,7 @@ fn parse_labels(s: &str) -> (BTreeMap<String, String>, &str) {
 
 /// Labels of one election of the test cluster.
 pub fn election_labels(election: &str) -> [(&str, &str); 2] {
-    [("cluster", "test"), ("election", election)]
+    [("ensemble", "test"), ("election", election)]
 }
 
 /// Node name of the election's master, if exactly one master series exists.
@@ -136,7 +136,7 @@ pub fn master_node(m: &Metrics, election: &str) -> Option<String> {
         .series("zookeeper_election_master", &election_labels(election))
         .as_slice()
     {
-        [(l, v)] if *v == 1.0 => l.get("node").cloned(),
+        [(l, v)] if *v == 1.0 => l.get("znode").cloned(),
         _ => None,
     }
 }

@@ -182,8 +182,19 @@ fn every_known_system_expands_into_trees_that_load_back_the_same() {
 
 /// A Kerberos cluster prints its principal, keytab, krb5.conf and the
 /// servers' principal, and loads back the same.
-/// Only a build with Kerberos loads a GSSAPI cluster (without it the
-/// configuration is refused, which `config::tests` holds).
+/// A build without Kerberos refuses a GSSAPI cluster at load, naming the
+/// key and what to do, rather than failing at the first connection.
+#[cfg(not(feature = "kerberos"))]
+#[test]
+fn a_kerberos_cluster_is_refused_by_a_build_without_kerberos() {
+    let toml = "[[clusters]]\nservers = [\"zk1:2181\"]\n[clusters.auth]\nscheme = \"sasl\"\n\
+                mechanism = \"GSSAPI\"\nprincipal = \"agent@EXAMPLE.COM\"\n";
+    let e = load_file(toml, &[]).unwrap_err();
+    assert_eq!(e.key, "clusters[0].auth.mechanism", "{e:?}");
+    assert!(e.message.contains("--features kerberos"), "{e:?}");
+}
+
+/// Only a build with Kerberos loads a GSSAPI cluster.
 #[cfg(feature = "kerberos")]
 #[test]
 fn a_kerberos_cluster_is_printed_and_loads_back_the_same() {
