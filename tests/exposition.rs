@@ -128,7 +128,8 @@ fn first_difference(expected: &str, actual: &str) -> String {
 
 #[test]
 fn golden_exposition_of_the_fixture_set() {
-    let exposition = Exposition::new(vec![SharedCluster::new(golden_cluster())]).with_process(process);
+    let exposition =
+        Exposition::new(vec![SharedCluster::new(golden_cluster())]).with_process(process);
     let rendered: String = exposition
         .render(false)
         .unwrap()

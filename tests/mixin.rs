@@ -177,12 +177,15 @@ fn config_tunes_thresholds_durations_and_runbooks() {
     assert!(text.contains("more than 5 times in 30 minutes"), "{text}");
 }
 
-/// Dashboards: every query is scoped by the selector or reads a recorded
-/// series, and each recorded series they read is recorded by the mixin.
+/// Dashboards: every query is scoped by the selector (its `job` matcher
+/// turned into the `job` variable, its other matchers as they are) or
+/// reads a recorded series, and each recorded series they read is
+/// recorded by the mixin.
 #[test]
 fn dashboards_use_the_selector_and_existing_records() {
-    let dashboards = mixin_with("selector: 'job=\"zk\"'", "grafanaDashboards");
-    let rules = mixin_with("selector: 'job=\"zk\"'", "prometheusRules");
+    let selector = "selector: 'job=\"zk\",namespace=\"ns\"'";
+    let dashboards = mixin_with(selector, "grafanaDashboards");
+    let rules = mixin_with(selector, "prometheusRules");
     let recorded: Vec<&str> = rules["groups"]
         .as_array()
         .unwrap()
@@ -200,8 +203,18 @@ fn dashboards_use_the_selector_and_existing_records() {
             .flat_map(|p| p["targets"].as_array().into_iter().flatten())
             .map(|t| t["expr"].as_str().unwrap().to_owned())
             .collect();
-        for v in d["templating"]["list"].as_array().unwrap() {
-            if v["type"] == "query" {
+        let variables = d["templating"]["list"].as_array().unwrap();
+        let names: Vec<&str> = variables.iter().filter_map(|v| v["name"].as_str()).collect();
+        assert_eq!(names[..3], ["datasource", "job", "ensemble"], "{file}");
+        for v in variables {
+            if v["name"] == "job" {
+                // The one query the job variable cannot scope: which jobs.
+                assert_eq!(
+                    v["definition"],
+                    "label_values(zookeeper_exporter_build_info{namespace=\"ns\"}, job)",
+                    "{file}"
+                );
+            } else if v["type"] == "query" {
                 exprs.push(v["definition"].as_str().unwrap().to_owned());
             }
         }
@@ -216,9 +229,10 @@ fn dashboards_use_the_selector_and_existing_records() {
                 .collect();
             uses.extend(records.iter().map(|r| r.to_string()));
             assert!(
-                expr.contains("job=\"zk\"") || !records.is_empty(),
+                expr.contains("job=~\"$job\",namespace=\"ns\"") || !records.is_empty(),
                 "{file}: neither scoped nor recorded: {expr}"
             );
+            assert!(!expr.contains("job=\"zk\""), "{file}: a fixed job: {expr}");
             assert!(!expr.contains("zk-election-exporter"), "{file}: {expr}");
         }
     }

@@ -65,7 +65,11 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         |m| {
             for c in clusters {
                 if let Some(t) = c.session.timeout {
-                    gauge(m, &Labels::new("ensemble", c.name.as_str()), t.as_secs_f64())?;
+                    gauge(
+                        m,
+                        &Labels::new("ensemble", c.name.as_str()),
+                        t.as_secs_f64(),
+                    )?;
                 }
             }
             Ok(())
