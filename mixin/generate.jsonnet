@@ -44,6 +44,40 @@ local header = |||
     inhibit_rules: mixin.alertmanagerInhibitRules,
   }),
 
+  // The compatibility records for the Prometheus Operator, as an optional
+  // kustomize component (deploy/components/compat-rules).
+  'deploy/components/compat-rules/prometheusrule.yaml': header + util.yaml({
+    apiVersion: 'monitoring.coreos.com/v1',
+    kind: 'PrometheusRule',
+    metadata: {
+      name: 'zk-election-exporter-compat',
+      labels: {
+        'app.kubernetes.io/name': 'zk-election-exporter',
+        'app.kubernetes.io/component': 'compat-rules',
+      },
+    },
+    spec: { groups: mixin.prometheusCompatRules.groups },
+  }),
+
+  // The dashboards as ConfigMaps that Grafana's dashboard sidecar loads
+  // (kube-prometheus-stack's finds them by the `grafana_dashboard` label).
+  'deploy/components/kube-prometheus-stack/dashboards.yaml': header + std.join('---\n', [
+    util.yaml({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'zk-election-exporter-' + std.strReplace(std.strReplace(name, 'zookeeper-', ''), '.json', '') + '-dashboard',
+        labels: {
+          'app.kubernetes.io/name': 'zk-election-exporter',
+          'app.kubernetes.io/component': 'dashboards',
+          grafana_dashboard: '1',
+        },
+      },
+      data: { [name]: std.manifestJsonEx(mixin.grafanaDashboards[name], '  ') + '\n' },
+    })
+    for name in std.objectFields(mixin.grafanaDashboards)
+  ]),
+
   // The same groups for the Prometheus Operator.
   'deploy/kubernetes/prometheusrule.yaml': header + util.yaml({
     apiVersion: 'monitoring.coreos.com/v1',

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 command -v jsonnet >/dev/null || { echo "jsonnet is missing: apt-get install jsonnet" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes" "$out/src/model/alerting"
+mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes" "$out/deploy/components/compat-rules" "$out/deploy/components/kube-prometheus-stack" "$out/src/model/alerting"
 files=$(jsonnet -J mixin -S -m "$out" mixin/generate.jsonnet)
 status=0
 for file in $files; do
@@ -18,7 +18,7 @@ for file in $files; do
   if [ "${1:-}" = --check ]; then
     cmp -s "$file" "$relative" || { echo "differs from a fresh generation: $relative" >&2; status=1; }
   else
-    cp "$file" "$relative"
+    mkdir -p "$(dirname "$relative")" && cp "$file" "$relative"
   fi
 done
 exit "$status"

@@ -415,3 +415,115 @@ fn the_kube_prometheus_stack_overlay_labels_what_it_selects() {
         "one image, from kustomization.yaml's images"
     );
 }
+
+/// The kube-prometheus-stack overlay ships every dashboard as a ConfigMap
+/// the Grafana sidecar loads (the `grafana_dashboard: "1"` label, in the
+/// base's namespace), each holding exactly the committed dashboard.
+#[test]
+fn the_kube_prometheus_stack_overlay_ships_the_dashboards_for_the_sidecar() {
+    let docs = kustomize("deploy/kube-prometheus-stack");
+    let mut shipped = Vec::new();
+    for doc in docs.iter().filter(|d| {
+        d["metadata"]["labels"]["grafana_dashboard"]
+            .as_str()
+            .is_some()
+    }) {
+        assert_eq!(doc["kind"].as_str(), Some("ConfigMap"));
+        assert_eq!(
+            doc["metadata"]["labels"]["grafana_dashboard"].as_str(),
+            Some("1")
+        );
+        assert_eq!(doc["metadata"]["namespace"].as_str(), Some("monitoring"));
+        let data = doc["data"].as_hash().unwrap();
+        assert_eq!(data.len(), 1, "one dashboard per ConfigMap");
+        let (file, json) = data.iter().next().unwrap();
+        let file = file.as_str().unwrap().to_owned();
+        let committed: serde_json::Value =
+            serde_json::from_str(&read(&format!("dashboards/{file}"))).unwrap();
+        let inside: serde_json::Value = serde_json::from_str(json.as_str().unwrap()).unwrap();
+        assert_eq!(inside, committed, "{file}: the committed dashboard");
+        shipped.push(file);
+    }
+    shipped.sort();
+    let mut committed: Vec<String> = std::fs::read_dir(format!("{ROOT}/dashboards"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    committed.sort();
+    assert_eq!(shipped, committed, "every dashboard, once");
+}
+
+/// The compatibility records are an optional component: an overlay that
+/// adds it before kube-prometheus-stack's gets a second PrometheusRule,
+/// labelled for the chart's Prometheus, with exactly the groups of
+/// alerts/compat.rules.yml; the shipped overlays do not carry it.
+#[test]
+fn the_compatibility_records_are_an_optional_component() {
+    let dir = temp("compat-overlay");
+    // kustomize takes only relative paths to other kustomizations.
+    let up = "../".repeat(dir.components().count() - 1);
+    let root = format!("{up}{}", ROOT.trim_start_matches('/'));
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {root}/{K8S}\n\
+             components:\n  - {root}/deploy/components/compat-rules\n  - {root}/deploy/components/kube-prometheus-stack\n"
+        ),
+    )
+    .unwrap();
+    let docs = kustomize(dir.to_str().unwrap());
+    let rules: Vec<&Yaml> = docs
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("PrometheusRule"))
+        .collect();
+    assert_eq!(
+        rules.len(),
+        2,
+        "the agent's rules and the compatibility records"
+    );
+    for rule in &rules {
+        assert_eq!(
+            rule["metadata"]["labels"]["release"].as_str(),
+            Some("kube-prometheus-stack")
+        );
+    }
+    let compat = rules
+        .iter()
+        .find(|r| r["metadata"]["name"].as_str() == Some("zk-election-exporter-compat"))
+        .expect("the compat PrometheusRule");
+    // (group, record, expr) in order: kustomize reorders a mapping's keys.
+    let records = |groups: &Yaml| -> Vec<(String, String, String)> {
+        let text = |y: &Yaml| y.as_str().unwrap_or_default().to_owned();
+        groups
+            .as_vec()
+            .unwrap()
+            .iter()
+            .flat_map(|g| {
+                g["rules"]
+                    .as_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|r| (text(&g["name"]), text(&r["record"]), text(&r["expr"])))
+            })
+            .collect()
+    };
+    let (shipped, file) = (
+        records(&compat["spec"]["groups"]),
+        records(&yaml("alerts/compat.rules.yml")["groups"]),
+    );
+    assert!(file.len() > 50, "{} records", file.len());
+    assert!(
+        shipped == file,
+        "the component's records differ from alerts/compat.rules.yml"
+    );
+    for shipped in ["deploy/kubernetes", "deploy/kube-prometheus-stack"] {
+        let count = kustomize(shipped)
+            .iter()
+            .filter(|d| d["kind"].as_str() == Some("PrometheusRule"))
+            .count();
+        assert_eq!(count, 1, "{shipped}: the compatibility records are opt-in");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -204,7 +204,10 @@ fn dashboards_use_the_selector_and_existing_records() {
             .map(|t| t["expr"].as_str().unwrap().to_owned())
             .collect();
         let variables = d["templating"]["list"].as_array().unwrap();
-        let names: Vec<&str> = variables.iter().filter_map(|v| v["name"].as_str()).collect();
+        let names: Vec<&str> = variables
+            .iter()
+            .filter_map(|v| v["name"].as_str())
+            .collect();
         assert_eq!(names[..3], ["datasource", "job", "ensemble"], "{file}");
         for v in variables {
             if v["name"] == "job" {

@@ -58,7 +58,7 @@ function(config)
       // once over agent replicas.
       g.table('Elections and their masters',
               ['max by (ensemble, election) (zookeeper_election_has_master{%s})' % e,
-               'max by (ensemble, election, node, identity) (zookeeper_election_master{%s})' % e,
+               'max by (ensemble, election, znode, identity) (zookeeper_election_master{%s})' % e,
                'max by (ensemble, election) (zookeeper_election_master_since_timestamp_seconds{%s}) * 1000' % e,
                'max by (ensemble, election) (zookeeper_election_candidates{%s})' % e],
               [['ensemble', 'ensemble'],
@@ -66,7 +66,7 @@ function(config)
                ['A', 'master', { mappings: g.valueText([['0', 'MASTERLESS', 'red'], ['1', 'yes', 'green']]),
                                  custom: { cellOptions: { type: 'color-text' } } }],
                ['identity', 'identity'],
-               ['node', 'node'],
+               ['znode', 'node'],
                ['C', 'master since', { unit: 'dateTimeFromNow' }],
                ['D', 'candidates', { unit: 'none', decimals: 0 }]],
               h=10, sortBy='election',
