@@ -215,3 +215,109 @@ fn every_metric_in_the_rules_is_documented() {
         }
     }
 }
+
+/// The labels the ecosystem reserves (docs/alerts.md, "Labels").
+const RESERVED: [&str; 10] = [
+    "cluster",
+    "namespace",
+    "pod",
+    "node",
+    "job",
+    "instance",
+    "service",
+    "container",
+    "prometheus",
+    "replica",
+];
+
+/// Label names between the parentheses after each `by (` of `expr`.
+fn by_labels(expr: &str) -> BTreeSet<String> {
+    expr.split("by (")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')'))
+        .flat_map(|(list, _)| list.split(',').map(|l| l.trim().to_owned()))
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// docs/alerts.md's "Labels" table: alert -> the reserved labels it keeps.
+fn documented_keeps() -> Vec<(String, BTreeSet<String>)> {
+    let docs = std::fs::read_to_string(format!("{ROOT}/docs/alerts.md")).unwrap();
+    let section = docs
+        .split("### Labels")
+        .nth(1)
+        .expect("docs/alerts.md has a Labels section");
+    let section = section.split("\n#").next().unwrap_or_default();
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with("| `ZooKeeper")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let keeps: BTreeSet<String> = ticked(cells[1]).into_iter().collect();
+        for alert in ticked(cells[0]) {
+            out.push((alert, keeps.clone()));
+        }
+    }
+    out
+}
+
+/// No alert carries a label the ecosystem reserves, unless docs/alerts.md
+/// says it keeps it (an alert about the scrape target keeps the target's
+/// own labels). An alert's labels are read from its aggregations and from
+/// the exact labels its promtool cases expect (which cover the alerts that
+/// do not aggregate).
+#[test]
+fn no_alert_carries_a_reserved_label_it_does_not_document() {
+    let keeps = documented_keeps();
+    assert!(keeps.len() >= 6, "{keeps:?}");
+    let mut expected: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for file in ["zookeeper", "slo", "lease"] {
+        let text =
+            std::fs::read_to_string(format!("{ROOT}/alerts/tests/{file}.rules.test.yml")).unwrap();
+        let mut alert = String::new();
+        let mut in_labels = false;
+        for line in text.lines() {
+            let t = line.trim();
+            if let Some(name) = t.strip_prefix("alertname: ") {
+                alert = name.to_owned();
+            } else if t == "- exp_labels:" {
+                in_labels = true;
+            } else if t.ends_with(':') && !t.contains(' ') || t.starts_with("exp_annotations") {
+                in_labels = false;
+            } else if in_labels && let Some((key, _)) = t.split_once(": ") {
+                expected
+                    .entry(alert.clone())
+                    .or_default()
+                    .insert(key.to_owned());
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for (alert, expr, _) in alerts() {
+        let mut labels = by_labels(&expr);
+        labels.extend(expected.get(&alert).cloned().unwrap_or_default());
+        assert!(
+            labels.contains("ensemble") || labels.contains("job"),
+            "{alert}: {labels:?}"
+        );
+        let allowed: BTreeSet<String> = keeps
+            .iter()
+            .filter(|(a, _)| *a == alert)
+            .flat_map(|(_, k)| k.iter().cloned())
+            .collect();
+        for label in labels {
+            if RESERVED.contains(&label.as_str()) && !allowed.contains(&label) {
+                wrong.push(format!("{alert}: {label}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "alerts carrying a reserved label docs/alerts.md does not say they keep: {wrong:?}"
+    );
+}

@@ -153,6 +153,14 @@ fn golden_exposition_of_the_fixture_set() {
             first_difference(&golden, &rendered)
         );
     }
+    let reserved: Vec<_> = common::labels::sample_labels(&rendered)
+        .into_iter()
+        .filter(|(l, _)| common::labels::RESERVED.contains(&l.as_str()))
+        .collect();
+    assert!(
+        reserved.is_empty(),
+        "labels the ecosystem reserves: {reserved:?}"
+    );
     // Spot checks that the golden file says what the docs promise.
     assert!(
         rendered.contains("zookeeper_ensemble_leaders{ensemble=\"golden\"} 3"),

@@ -86,3 +86,37 @@ fn docs_list_exactly_what_the_suite_scraped() {
          scraped but not documented: {undocumented:?}"
     );
 }
+
+/// No series a test scrape saw carries a label the ecosystem reserves
+/// (`common::labels::RESERVED`): Prometheus would keep the agent's value
+/// and drop its own target or external label (docs/metrics.md).
+#[test]
+#[ignore = "reads the scrapes of a whole suite run: scripts/test.sh runs it after the suite"]
+fn no_scraped_series_carries_a_reserved_label() {
+    let dir = common::scraped_families_dir();
+    let mut labels = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}: run the suite first", dir.display()))
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "labels"))
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        labels.extend(text.lines().filter_map(|l| {
+            l.split_once('\t')
+                .map(|(label, sample)| (label.to_owned(), sample.to_owned()))
+        }));
+    }
+    let names: BTreeSet<&str> = labels.iter().map(|(l, _)| l.as_str()).collect();
+    assert!(
+        names.contains("ensemble") && names.contains("election") && names.contains("server"),
+        "too few labels recorded: {names:?}"
+    );
+    let reserved: Vec<&(String, String)> = labels
+        .iter()
+        .filter(|(l, _)| common::labels::RESERVED.contains(&l.as_str()))
+        .collect();
+    assert!(
+        reserved.is_empty(),
+        "series carry labels the ecosystem reserves (label, one series): {reserved:?}"
+    );
+}

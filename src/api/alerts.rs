@@ -149,6 +149,26 @@ mod tests {
     use crate::model::alerting::Kind;
     use std::time::Duration;
 
+    /// Every pushed alert carries its own labels and the external ones,
+    /// and nothing else: no label the ecosystem reserves (`cluster` among
+    /// them) unless configured as an external label, which then reaches
+    /// Alertmanager as it is.
+    #[test]
+    fn a_pushed_alert_carries_only_its_own_labels_and_the_external_ones() {
+        let external = BTreeMap::from([("cluster".to_owned(), "k8s-a".to_owned())]);
+        for kind in Kind::ALL {
+            let labels = labels_of(&external, &(kind, "prod".into(), "/e".into()));
+            let names: Vec<&str> = labels.keys().map(String::as_str).collect();
+            assert_eq!(
+                names,
+                ["alertname", "cluster", "election", "ensemble", "severity"],
+                "{kind:?}"
+            );
+            assert_eq!(labels["cluster"], "k8s-a");
+            assert_eq!(labels["ensemble"], "prod");
+        }
+    }
+
     #[test]
     fn a_pushed_alert_carries_the_rule_labels_and_alertmanager_field_names() {
         let external = BTreeMap::from([

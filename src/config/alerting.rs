@@ -402,6 +402,10 @@ mod tests {
                 "alerting.external_labels.a-b",
             ),
             (
+                "alertmanagers = [\"http://am\"]\nexternal_labels = { ensemble = \"x\" }\n",
+                "alerting.external_labels.ensemble",
+            ),
+            (
                 "alertmanagers = [{ url = \"http://am\", bearer_token_file = \"/nonexistent\" }]\n",
                 "alerting.alertmanagers[0].bearer_token_file",
             ),

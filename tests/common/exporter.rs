@@ -385,28 +385,41 @@ pub fn scraped_families_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scraped-families")
 }
 
-/// Adds the families of one exposition to this process's record.
+/// Adds the families of one exposition, and the label names of its
+/// samples, to this process's record (`{pid}.txt`: a family per line;
+/// `{pid}.labels`: `label<TAB>sample name` per line).
 fn record_families(body: &str) {
     use std::collections::BTreeSet;
     use std::sync::Mutex;
-    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    type Seen = (BTreeSet<String>, BTreeSet<(String, String)>);
+    static SEEN: Mutex<Seen> = Mutex::new((BTreeSet::new(), BTreeSet::new()));
     let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    let before = seen.len();
-    seen.extend(
+    let before = (seen.0.len(), seen.1.len());
+    seen.0.extend(
         body.lines()
             .filter_map(|l| l.strip_prefix("# TYPE "))
             .filter_map(|l| l.split(' ').next())
             .map(str::to_owned),
     );
-    if seen.len() == before {
+    // One sample name per label is enough to say where a label came from.
+    let mut known: BTreeSet<String> = seen.1.iter().map(|(l, _)| l.clone()).collect();
+    for (label, sample) in super::labels::sample_labels(body) {
+        if known.insert(label.clone()) {
+            seen.1.insert((label, sample));
+        }
+    }
+    if (seen.0.len(), seen.1.len()) == before {
         return;
     }
     let dir = scraped_families_dir();
     let _ = std::fs::create_dir_all(&dir);
-    let text: String = seen.iter().map(|f| format!("{f}\n")).collect();
-    let file = dir.join(format!("{}.txt", std::process::id()));
-    let tmp = dir.join(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(tmp, file);
+    let families: String = seen.0.iter().map(|f| format!("{f}\n")).collect();
+    let labels: String = seen.1.iter().map(|(l, s)| format!("{l}\t{s}\n")).collect();
+    for (ext, text) in [("txt", families), ("labels", labels)] {
+        let file = dir.join(format!("{}.{ext}", std::process::id()));
+        let tmp = dir.join(format!("{}.{ext}.tmp", std::process::id()));
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(tmp, file);
+        }
     }
 }

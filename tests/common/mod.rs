@@ -13,6 +13,7 @@ mod exporter;
 mod failover;
 mod http;
 pub mod kdc;
+pub mod labels;
 pub mod layout;
 mod metrics;
 pub mod ongoing;
