@@ -296,3 +296,14 @@ proptest! {
         );
     }
 }
+
+/// The reader of label names the reserved-label checks rely on.
+#[test]
+fn sample_labels_reads_names_not_values() {
+    let body = "# HELP x y\nx{a=\"1,b=\\\"2\\\"}\",c=\"}\"} 1\ny 2\nz{d=\"\"} 3\n";
+    let got: Vec<String> = common::labels::sample_labels(body)
+        .into_iter()
+        .map(|(l, _)| l)
+        .collect();
+    assert_eq!(got, ["a", "c", "d"]);
+}

@@ -115,6 +115,29 @@ pub fn prometheus_with(
     alertmanager: u16,
     targets: &[u16],
 ) -> Program {
+    prometheus_labelled(tag, rules, interval, alertmanager, targets, &[])
+}
+
+/// [`prometheus_with`] under `global.external_labels`, as a Prometheus of
+/// a multi-cluster setup runs.
+pub fn prometheus_labelled(
+    tag: &str,
+    rules: &[&str],
+    interval: &str,
+    alertmanager: u16,
+    targets: &[u16],
+    external_labels: &[(&str, &str)],
+) -> Program {
+    let external: String = match external_labels {
+        [] => String::new(),
+        labels => format!(
+            "  external_labels:\n{}",
+            labels
+                .iter()
+                .map(|(k, v)| format!("    {k}: '{v}'\n"))
+                .collect::<String>()
+        ),
+    };
     let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
     Program::start(tag, |dir, port| {
         let mut files = Vec::new();
@@ -126,7 +149,7 @@ pub fn prometheus_with(
         std::fs::write(
             dir.join("prometheus.yml"),
             format!(
-                "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\nrule_files:\n{}\
+                "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n{external}rule_files:\n{}\
                  alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{alertmanager}']\n\
                  scrape_configs:\n  - job_name: zk-election-exporter\n    static_configs:\n      - targets: [{}]\n",
                 files.concat(),

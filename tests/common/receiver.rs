@@ -80,11 +80,11 @@ impl Receiver {
 }
 
 /// The Alertmanager configuration that notifies `hook` of every alert
-/// group (one per alertname, cluster and election) at once and every
+/// group (one per alertname, cluster, ensemble and election) at once and every
 /// second after, resolutions too; `extra` is appended (inhibit rules).
 pub fn hooked_config(hook: u16, extra: &str) -> String {
     format!(
-        "route:\n  receiver: hook\n  group_by: [alertname, cluster, election]\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n\
+        "route:\n  receiver: hook\n  group_by: [alertname, cluster, ensemble, election]\n  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n\
          receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: true\n{extra}"
     )
 }
