@@ -1,5 +1,5 @@
-//! The commands README.md and docs/migrating.md show a user, run as written
-//! by `sh` in one working directory, with this build's agent first on
+//! The commands README.md, docs/api.md and docs/migrating.md show a user,
+//! run as written by `sh` in one working directory, with this build's agent first on
 //! `PATH`: each agent command serves where it says (the ZooKeeper names in
 //! them need not resolve: the agent serves, not ready, and retries), the
 //! `curl`s beside them get answers from it, and the release tarball
@@ -124,6 +124,7 @@ fn curl(line: &str, dir: &Path) {
 #[test]
 fn the_commands_of_the_readme_and_the_migration_guide_run_as_written() {
     let mut lines = shell_lines("README.md");
+    lines.extend(shell_lines("docs/api.md"));
     lines.extend(shell_lines("docs/migrating.md"));
     assert!(
         lines
