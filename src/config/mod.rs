@@ -137,7 +137,7 @@ impl Default for HttpLimits {
 
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
-    /// Value of the `cluster` label.
+    /// Value of the `ensemble` label.
     pub name: String,
     /// `host:port` of every ensemble member.
     pub servers: Vec<String>,
