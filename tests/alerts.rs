@@ -5,6 +5,11 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
+// The reserved names alone, not the harness (docs/alerts.md, "Labels").
+#[allow(dead_code)]
+#[path = "common/labels.rs"]
+mod labels;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn promtool(args: &[&str]) -> String {
@@ -216,20 +221,6 @@ fn every_metric_in_the_rules_is_documented() {
     }
 }
 
-/// The labels the ecosystem reserves (docs/alerts.md, "Labels").
-const RESERVED: [&str; 10] = [
-    "cluster",
-    "namespace",
-    "pod",
-    "node",
-    "job",
-    "instance",
-    "service",
-    "container",
-    "prometheus",
-    "replica",
-];
-
 /// Label names between the parentheses after each `by (` of `expr`.
 fn by_labels(expr: &str) -> BTreeSet<String> {
     expr.split("by (")
@@ -311,7 +302,7 @@ fn no_alert_carries_a_reserved_label_it_does_not_document() {
             .flat_map(|(_, k)| k.iter().cloned())
             .collect();
         for label in labels {
-            if RESERVED.contains(&label.as_str()) && !allowed.contains(&label) {
+            if labels::RESERVED.contains(&label.as_str()) && !allowed.contains(&label) {
                 wrong.push(format!("{alert}: {label}"));
             }
         }
