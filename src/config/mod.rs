@@ -376,6 +376,7 @@ pub struct Overrides {
 
 pub mod alerting;
 mod cluster;
+mod elections;
 mod fingerprint;
 pub mod kerberos;
 mod lease;

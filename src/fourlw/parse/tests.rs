@@ -1,3 +1,4 @@
+use super::sessions::parse_java_date;
 use super::*;
 use proptest::prelude::*;
 
