@@ -39,7 +39,7 @@ pub fn stop_matching(pattern: &str, signal: &str, watcher: &mut Option<Child>, t
     }
 }
 
-/// Master switches the agent counted for `election` (cluster `test`).
+/// Master switches the agent counted for `election` (ensemble `test`).
 pub fn switches(m: &Metrics, election: &str) -> Option<f64> {
     m.get(
         "zookeeper_election_master_changes_total",
