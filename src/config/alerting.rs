@@ -256,38 +256,7 @@ fn target(key: &str, raw: RawAlertmanager) -> Result<AlertmanagerTarget, ConfigE
         RawAlertmanager::Table(t) => t,
     };
     let url = t.url.trim_end_matches('/').to_owned();
-    let (rest, https) = match url.strip_prefix("https://") {
-        Some(rest) => (rest, true),
-        None => match url.strip_prefix("http://") {
-            Some(rest) => (rest, false),
-            None => {
-                return Err(ConfigError::new(
-                    format!("{key}.url"),
-                    format!(
-                        "`{url}` is not an http:// or https:// URL such as \"http://alertmanager:9093\""
-                    ),
-                ));
-            }
-        },
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.is_empty() {
-        return Err(ConfigError::new(
-            format!("{key}.url"),
-            format!("`{url}` has no host"),
-        ));
-    }
-    let authority = if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        authority.to_owned()
-    } else {
-        format!("{authority}:{}", if https { 443 } else { 80 })
-    };
+    let (authority, path, https) = split_url(key, &url)?;
     let readable = |k: &str, p: &PathBuf| {
         std::fs::metadata(p).map(|_| ()).map_err(|e| {
             ConfigError::new(
@@ -327,7 +296,7 @@ fn target(key: &str, raw: RawAlertmanager) -> Result<AlertmanagerTarget, ConfigE
     Ok(AlertmanagerTarget {
         url: url.clone(),
         authority,
-        path: path.to_owned(),
+        path,
         tls,
         ca_file: t.ca_file.clone(),
         basic_auth: t.basic_auth.map(|b| (b.username, b.password_file)),
@@ -339,6 +308,44 @@ fn target(key: &str, raw: RawAlertmanager) -> Result<AlertmanagerTarget, ConfigE
             &AT_LEAST_100MS,
         )?,
     })
+}
+
+/// The `host:port` (the scheme's port when none is given), the path and
+/// whether it is https of an Alertmanager's `url`.
+fn split_url(key: &str, url: &str) -> Result<(String, String, bool), ConfigError> {
+    let (rest, https) = match url.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => match url.strip_prefix("http://") {
+            Some(rest) => (rest, false),
+            None => {
+                return Err(ConfigError::new(
+                    format!("{key}.url"),
+                    format!(
+                        "`{url}` is not an http:// or https:// URL such as \"http://alertmanager:9093\""
+                    ),
+                ));
+            }
+        },
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.url"),
+            format!("`{url}` has no host"),
+        ));
+    }
+    let authority = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{}", if https { 443 } else { 80 })
+    };
+    Ok((authority, path.to_owned(), https))
 }
 
 fn client_config(key: &str, ca: &PathBuf) -> Result<Arc<rustls::ClientConfig>, ConfigError> {

@@ -136,45 +136,7 @@ pub(super) fn validate(key: &str, a: RawAuth, built: bool) -> Result<Kerberos, C
             }
         })
         .transpose()?;
-    let source = match (a.keytab, a.credential_cache) {
-        (Some(_), Some(_)) => {
-            return Err(ConfigError::new(
-                key,
-                "set either `keytab` (the agent renews its own tickets) or `credential_cache` \
-                 (renewed by kinit/k5start), not both",
-            ));
-        }
-        (Some(keytab), None) => {
-            if principal.is_none() {
-                return Err(ConfigError::new(
-                    format!("{key}.principal"),
-                    format!(
-                        "is required with a keytab: which of its principals the agent is \
-                         (`klist -kt {}` lists them)",
-                        keytab.display()
-                    ),
-                ));
-            }
-            if let Err(e) = std::fs::File::open(&keytab) {
-                return Err(ConfigError::new(
-                    format!("{key}.keytab"),
-                    format!("cannot read {}: {e}", keytab.display()),
-                ));
-            }
-            TicketSource::Keytab(keytab)
-        }
-        (None, Some(cache)) => {
-            let cache = cache.trim().to_owned();
-            if cache.is_empty() {
-                return Err(ConfigError::new(
-                    format!("{key}.credential_cache"),
-                    "is empty; write e.g. \"FILE:/run/zk-election-exporter/krb5cc\"",
-                ));
-            }
-            TicketSource::Cache(cache)
-        }
-        (None, None) => TicketSource::Environment,
-    };
+    let source = ticket_source(key, a.keytab, a.credential_cache, principal.is_some())?;
     if let Some(conf) = &a.krb5_conf
         && let Err(e) = std::fs::File::open(conf)
     {
@@ -210,6 +172,55 @@ pub(super) fn validate(key: &str, a: RawAuth, built: bool) -> Result<Kerberos, C
         },
         service_name,
         server_name,
+    })
+}
+
+/// Where the agent's tickets come from: a keytab (which needs the
+/// principal the agent is), a credential cache, or the environment.
+fn ticket_source(
+    key: &str,
+    keytab: Option<std::path::PathBuf>,
+    credential_cache: Option<String>,
+    has_principal: bool,
+) -> Result<TicketSource, ConfigError> {
+    Ok(match (keytab, credential_cache) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::new(
+                key,
+                "set either `keytab` (the agent renews its own tickets) or `credential_cache` \
+                 (renewed by kinit/k5start), not both",
+            ));
+        }
+        (Some(keytab), None) => {
+            if !has_principal {
+                return Err(ConfigError::new(
+                    format!("{key}.principal"),
+                    format!(
+                        "is required with a keytab: which of its principals the agent is \
+                         (`klist -kt {}` lists them)",
+                        keytab.display()
+                    ),
+                ));
+            }
+            if let Err(e) = std::fs::File::open(&keytab) {
+                return Err(ConfigError::new(
+                    format!("{key}.keytab"),
+                    format!("cannot read {}: {e}", keytab.display()),
+                ));
+            }
+            TicketSource::Keytab(keytab)
+        }
+        (None, Some(cache)) => {
+            let cache = cache.trim().to_owned();
+            if cache.is_empty() {
+                return Err(ConfigError::new(
+                    format!("{key}.credential_cache"),
+                    "is empty; write e.g. \"FILE:/run/zk-election-exporter/krb5cc\"",
+                ));
+            }
+            TicketSource::Cache(cache)
+        }
+        (None, None) => TicketSource::Environment,
     })
 }
 

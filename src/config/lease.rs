@@ -118,27 +118,7 @@ pub(super) fn validate_lease(
     pattern: &crate::model::pattern::TreePattern,
 ) -> Result<(LeaseSource, LeaseSpec), ConfigError> {
     let key = |field: &str| format!("{ekey}.lease.{field}");
-    let dsn_file = raw.dsn_file.clone().ok_or_else(|| {
-        ConfigError::new(
-            key("dsn_file"),
-            "is required: a file holding the database's DSN, e.g. postgres://agent@db:5432/app?sslmode=verify-full",
-        )
-    })?;
-    let dsn = std::fs::read_to_string(&dsn_file).map_err(|e| {
-        ConfigError::new(
-            key("dsn_file"),
-            format!("cannot read {}: {e}", dsn_file.display()),
-        )
-    })?;
-    Dialect::of_dsn(dsn.trim()).map_err(|m| ConfigError::new(key("dsn_file"), m))?;
-    if let Some(p) = &raw.password_file {
-        std::fs::metadata(p).map_err(|e| {
-            ConfigError::new(
-                key("password_file"),
-                format!("cannot read {}: {e}", p.display()),
-            )
-        })?;
-    }
+    let dsn_file = dsn_file(ekey, raw)?;
     let interval = bounded_duration(
         &key("interval"),
         raw.interval.as_deref(),
@@ -158,54 +138,8 @@ pub(super) fn validate_lease(
             "must be between 1 and 10000000",
         ));
     }
-    let time_zone = match &raw.time_zone {
-        None => None,
-        Some(tz)
-            if !tz.is_empty()
-                && tz.len() <= 64
-                && tz
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_/+-:".contains(c)) =>
-        {
-            Some(tz.clone())
-        }
-        Some(tz) => {
-            return Err(ConfigError::new(
-                key("time_zone"),
-                format!(
-                    "`{tz}` is not a time zone name or offset (e.g. \"Asia/Shanghai\", \"+08:00\")"
-                ),
-            ));
-        }
-    };
-    let key_from = match raw.key_from.as_deref() {
-        None | Some("name") => LeaseKey::Name,
-        Some("path") => LeaseKey::Path,
-        Some("capture") => {
-            let at: Box<[usize]> = pattern
-                .segments()
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.is_none())
-                .map(|(i, _)| i)
-                .collect();
-            if at.is_empty() {
-                return Err(ConfigError::new(
-                    key("key_from"),
-                    "\"capture\" takes what the glob's `*` matched, and this path has none: use \"name\" or \"path\"",
-                ));
-            }
-            LeaseKey::Capture(at)
-        }
-        Some(other) => {
-            return Err(ConfigError::new(
-                key("key_from"),
-                format!(
-                    "`{other}` is not \"name\" (the election node's name), \"capture\" (what the glob's `*` matched) or \"path\" (its whole path)"
-                ),
-            ));
-        }
-    };
+    let time_zone = time_zone(&key("time_zone"), raw.time_zone.as_ref())?;
+    let key_from = key_from(&key("key_from"), raw.key_from.as_deref(), pattern)?;
     let source = LeaseSource {
         dsn_file,
         password_file: raw.password_file.clone(),
@@ -245,4 +179,93 @@ pub(super) fn validate_lease(
         )?,
     };
     Ok((source, spec))
+}
+
+/// `dsn_file` (required, readable, a DSN of a known database) and
+/// `password_file` (readable) of the lease at `ekey`.
+fn dsn_file(ekey: &str, raw: &RawLease) -> Result<std::path::PathBuf, ConfigError> {
+    let key = |field: &str| format!("{ekey}.lease.{field}");
+    let dsn_file = raw.dsn_file.clone().ok_or_else(|| {
+        ConfigError::new(
+            key("dsn_file"),
+            "is required: a file holding the database's DSN, e.g. postgres://agent@db:5432/app?sslmode=verify-full",
+        )
+    })?;
+    let dsn = std::fs::read_to_string(&dsn_file).map_err(|e| {
+        ConfigError::new(
+            key("dsn_file"),
+            format!("cannot read {}: {e}", dsn_file.display()),
+        )
+    })?;
+    Dialect::of_dsn(dsn.trim()).map_err(|m| ConfigError::new(key("dsn_file"), m))?;
+    if let Some(p) = &raw.password_file {
+        std::fs::metadata(p).map_err(|e| {
+            ConfigError::new(
+                key("password_file"),
+                format!("cannot read {}: {e}", p.display()),
+            )
+        })?;
+    }
+    Ok(dsn_file)
+}
+
+/// `time_zone`: a zone name or offset the database understands, passed to
+/// it as given, so only characters such names hold.
+fn time_zone(key: &str, tz: Option<&String>) -> Result<Option<String>, ConfigError> {
+    Ok(match tz {
+        None => None,
+        Some(tz)
+            if !tz.is_empty()
+                && tz.len() <= 64
+                && tz
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_/+-:".contains(c)) =>
+        {
+            Some(tz.clone())
+        }
+        Some(tz) => {
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "`{tz}` is not a time zone name or offset (e.g. \"Asia/Shanghai\", \"+08:00\")"
+                ),
+            ));
+        }
+    })
+}
+
+/// `key_from`: which part of an election's path is its row's key.
+fn key_from(
+    key: &str,
+    key_from: Option<&str>,
+    pattern: &crate::model::pattern::TreePattern,
+) -> Result<LeaseKey, ConfigError> {
+    Ok(match key_from {
+        None | Some("name") => LeaseKey::Name,
+        Some("path") => LeaseKey::Path,
+        Some("capture") => {
+            let at: Box<[usize]> = pattern
+                .segments()
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_none())
+                .map(|(i, _)| i)
+                .collect();
+            if at.is_empty() {
+                return Err(ConfigError::new(
+                    key,
+                    "\"capture\" takes what the glob's `*` matched, and this path has none: use \"name\" or \"path\"",
+                ));
+            }
+            LeaseKey::Capture(at)
+        }
+        Some(other) => {
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "`{other}` is not \"name\" (the election node's name), \"capture\" (what the glob's `*` matched) or \"path\" (its whole path)"
+                ),
+            ));
+        }
+    })
 }

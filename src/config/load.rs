@@ -48,26 +48,7 @@ pub fn load(
             .separator("__")
             .source(Some(env)),
     );
-    if let Some(file) = &overrides.web_config_file {
-        builder = builder
-            .set_override("web.config_file", file.display().to_string())
-            .map_err(|e| ConfigError::new("--web.config.file", e.to_string()))?;
-    }
-    if let Some(path) = &overrides.telemetry_path {
-        builder = builder
-            .set_override("web.telemetry_path", path.as_str())
-            .map_err(|e| ConfigError::new("--web.telemetry-path", e.to_string()))?;
-    }
-    if overrides.enable_lifecycle {
-        builder = builder
-            .set_override("web.enable_lifecycle", true)
-            .map_err(|e| ConfigError::new("--web.enable-lifecycle", e.to_string()))?;
-    }
-    if !overrides.listen_address.is_empty() {
-        builder = builder
-            .set_override("web.listen_address", overrides.listen_address.clone())
-            .map_err(|e| ConfigError::new("--web.listen-address", e.to_string()))?;
-    }
+    builder = with_web_flags(builder, overrides)?;
     let source = overrides
         .config_file
         .as_ref()
@@ -97,6 +78,34 @@ pub fn load(
         }
     }
     Ok(config)
+}
+
+/// The web flags, which override the file and the environment.
+fn with_web_flags(
+    mut builder: config::ConfigBuilder<config::builder::DefaultState>,
+    overrides: &Overrides,
+) -> Result<config::ConfigBuilder<config::builder::DefaultState>, ConfigError> {
+    if let Some(file) = &overrides.web_config_file {
+        builder = builder
+            .set_override("web.config_file", file.display().to_string())
+            .map_err(|e| ConfigError::new("--web.config.file", e.to_string()))?;
+    }
+    if let Some(path) = &overrides.telemetry_path {
+        builder = builder
+            .set_override("web.telemetry_path", path.as_str())
+            .map_err(|e| ConfigError::new("--web.telemetry-path", e.to_string()))?;
+    }
+    if overrides.enable_lifecycle {
+        builder = builder
+            .set_override("web.enable_lifecycle", true)
+            .map_err(|e| ConfigError::new("--web.enable-lifecycle", e.to_string()))?;
+    }
+    if !overrides.listen_address.is_empty() {
+        builder = builder
+            .set_override("web.listen_address", overrides.listen_address.clone())
+            .map_err(|e| ConfigError::new("--web.listen-address", e.to_string()))?;
+    }
+    Ok(builder)
 }
 
 /// The variable names (after `ZK_EXPORTER_`, lower-cased) that are

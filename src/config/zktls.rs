@@ -106,23 +106,7 @@ pub(super) fn validate_tls(key: &str, raw: RawZkTls) -> Result<ZkTls, ConfigErro
         )
     })?;
     let ca_pem = read("ca_file", &ca_file)?;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        let cert = cert
-            .map_err(|e| ConfigError::new(format!("{key}.ca_file"), format!("is not PEM: {e}")))?;
-        roots.add(cert).map_err(|e| {
-            ConfigError::new(
-                format!("{key}.ca_file"),
-                format!("holds an unusable certificate: {e}"),
-            )
-        })?;
-    }
-    if roots.is_empty() {
-        return Err(ConfigError::new(
-            format!("{key}.ca_file"),
-            format!("{} holds no PEM certificate", ca_file.display()),
-        ));
-    }
+    let roots = roots(key, &ca_file, &ca_pem)?;
     let identity_files = raw.cert_file.clone().zip(raw.key_file.clone());
     let identity = match (raw.cert_file, raw.key_file) {
         (None, None) => None,
@@ -150,32 +134,7 @@ pub(super) fn validate_tls(key: &str, raw: RawZkTls) -> Result<ZkTls, ConfigErro
     .with_root_certificates(roots);
     let client = match &identity {
         None => builder.with_no_client_auth(),
-        Some((cert, pem_key)) => {
-            let chain: Vec<CertificateDer<'static>> =
-                CertificateDer::pem_slice_iter(cert.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| {
-                        ConfigError::new(format!("{key}.cert_file"), format!("is not PEM: {e}"))
-                    })?;
-            if chain.is_empty() {
-                return Err(ConfigError::new(
-                    format!("{key}.cert_file"),
-                    "holds no PEM certificate",
-                ));
-            }
-            let private = PrivateKeyDer::from_pem_slice(pem_key.as_bytes()).map_err(|e| {
-                ConfigError::new(
-                    format!("{key}.key_file"),
-                    format!("holds no PEM private key: {e}"),
-                )
-            })?;
-            builder.with_client_auth_cert(chain, private).map_err(|e| {
-                ConfigError::new(
-                    format!("{key}.key_file"),
-                    format!("does not fit the certificate: {e}"),
-                )
-            })?
-        }
+        Some((cert, pem_key)) => with_client_certificate(key, builder, cert, pem_key)?,
     };
     let tls = ZkTls {
         ca_pem,
@@ -189,6 +148,59 @@ pub(super) fn validate_tls(key: &str, raw: RawZkTls) -> Result<ZkTls, ConfigErro
     tls.session_options()
         .map_err(|e| ConfigError::new(key, format!("unusable by the ZooKeeper client: {e}")))?;
     Ok(tls)
+}
+
+/// The CA certificates of `ca_pem` (read from `ca_file`): at least one.
+fn roots(key: &str, ca_file: &Path, ca_pem: &str) -> Result<rustls::RootCertStore, ConfigError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        let cert = cert
+            .map_err(|e| ConfigError::new(format!("{key}.ca_file"), format!("is not PEM: {e}")))?;
+        roots.add(cert).map_err(|e| {
+            ConfigError::new(
+                format!("{key}.ca_file"),
+                format!("holds an unusable certificate: {e}"),
+            )
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.ca_file"),
+            format!("{} holds no PEM certificate", ca_file.display()),
+        ));
+    }
+    Ok(roots)
+}
+
+/// The client configuration presenting the certificate chain `cert` with
+/// its private key `pem_key`.
+fn with_client_certificate(
+    key: &str,
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>,
+    cert: &str,
+    pem_key: &str,
+) -> Result<rustls::ClientConfig, ConfigError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| ConfigError::new(format!("{key}.cert_file"), format!("is not PEM: {e}")))?;
+    if chain.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.cert_file"),
+            "holds no PEM certificate",
+        ));
+    }
+    let private = PrivateKeyDer::from_pem_slice(pem_key.as_bytes()).map_err(|e| {
+        ConfigError::new(
+            format!("{key}.key_file"),
+            format!("holds no PEM private key: {e}"),
+        )
+    })?;
+    builder.with_client_auth_cert(chain, private).map_err(|e| {
+        ConfigError::new(
+            format!("{key}.key_file"),
+            format!("does not fit the certificate: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]
