@@ -59,11 +59,15 @@
 //! gives the models the time for events time alone makes.
 //!
 //! Beside the layers: [`logging`] sets up the log format and level,
-//! [`panics`] logs a panic (a bug) once per place instead of on every hit,
 //! [`simulate`] is the load generator behind `zk-election-exporter
-//! simulate` (real sessions competing, masters killed), [`fuzzing`] the
-//! entry points of the fuzz targets, and [`os`] tells the C allocator how
-//! this process uses memory; none of them is imported by the layers.
+//! simulate` (real sessions competing, masters killed) and [`fuzzing`] the
+//! entry points of the fuzz targets; no layer imports them. Two leaves the
+//! layers use, which import nothing of the crate: [`panics`] logs a panic
+//! (a bug) once per place instead of on every hit (the supervisor and the
+//! HTTP server), and [`os`] is the process's dealings with the operating
+//! system: the C allocator's settings after a sync (the sessions), huge
+//! pages for a large body and the `process_*` figures (the metrics), the
+//! open-files limit (the agent).
 //!
 //! Where one thing lives: a switch is decided in [`model::election`]; a
 //! metric is named in [`metrics::names`]; a four-letter-word reply enters
