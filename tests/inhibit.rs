@@ -26,10 +26,13 @@ fn states(port: u16) -> Result<(BTreeSet<String>, BTreeSet<String>), String> {
     let (mut active, mut suppressed) = (BTreeSet::new(), BTreeSet::new());
     for a in all {
         let l = &a["labels"];
+        let ensemble = match (l["ensemble"].as_str(), l["cluster"].as_str()) {
+            (Some(e), Some(k8s)) => format!("{e}@{k8s}"),
+            (e, _) => e.unwrap_or_default().to_owned(),
+        };
         let key = format!(
-            "{} {} {}",
+            "{} {ensemble} {}",
             l["alertname"].as_str().unwrap_or_default(),
-            l["ensemble"].as_str().unwrap_or_default(),
             l["server"]
                 .as_str()
                 .or(l["election"].as_str())
@@ -56,7 +59,14 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
     let rules = std::fs::read_to_string(format!("{ROOT}/alerts/inhibit_rules.yml")).unwrap();
     let am = alertmanager_with("inhibit", &rules);
     let label = |(name, cluster, other): &Alert| {
-        let mut l = json!({ "alertname": name, "ensemble": cluster, "severity": "critical" });
+        // `ensemble@cluster`: the ensemble in a Kubernetes cluster, whose
+        // name Prometheus adds as the `cluster` external label.
+        let mut l = match cluster.split_once('@') {
+            Some((ensemble, k8s)) => {
+                json!({ "alertname": name, "ensemble": ensemble, "cluster": k8s, "severity": "critical" })
+            }
+            None => json!({ "alertname": name, "ensemble": cluster, "severity": "critical" }),
+        };
         let field = match *name {
             "ZooKeeperServerDown" | "ZooKeeperNotServing" => Some("server"),
             "ZooKeeperLockHeldTooLong" => Some("lock"),
@@ -79,6 +89,9 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
         ("ZooKeeperElectionErrorBudgetBurn", "prod", "/bots/*"),
         // A leader election that does not finish: members not serving.
         ("ZooKeeperNotServing", "elect", "zk1:2181"),
+        // A lost quorum of `prod` in one Kubernetes cluster silences that
+        // cluster's pages of it.
+        ("ZooKeeperServerDown", "prod@k8s-a", "zk1:2181"),
         // The agent without a session: its elections and locks.
         ("ZooKeeperElectionNoMaster", "blind", "/bots/b"),
         ("ZooKeeperElectionErrorBudgetBurnSlow", "blind", "/bots/*"),
@@ -86,6 +99,10 @@ fn each_cause_silences_its_effects_in_its_own_cluster_only() {
     ];
     let heard: Vec<Alert> = vec![
         ("ZooKeeperQuorumLost", "prod", ""),
+        ("ZooKeeperQuorumLost", "prod@k8s-a", ""),
+        // An ensemble of the same name in another Kubernetes cluster is
+        // another ensemble: neither quorum silences it.
+        ("ZooKeeperServerDown", "prod@k8s-b", "zk1:2181"),
         // Fencing is its own trouble, whatever else happens.
         ("ZooKeeperElectionEpochRegression", "prod", "/bots/a"),
         // The same alerts in other clusters, or with causes that are not theirs.
