@@ -6,19 +6,23 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::client::SendError;
 use crate::model::alerting::{Book, Firing, Key};
+use crate::model::backoff::Backoff;
 
-/// Longest wait between retries to an Alertmanager that fails.
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Waits between retries to an Alertmanager that fails: 2 s, doubling up
+/// to 30 s.
+fn retry_backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(2), Duration::from_secs(30))
+}
 /// Resolutions not delivered within this are given up (and counted).
 const RESOLVED_KEPT: Duration = Duration::from_secs(600);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Delivery {
     /// Something changed since the last delivery.
     dirty: bool,
     last_ok: Option<Instant>,
     retry_at: Option<Instant>,
-    failures: u32,
+    backoff: Backoff,
     in_flight: bool,
     /// Resolved alerts (with when) not yet delivered here, oldest first.
     resolved: Vec<(Key, Firing, SystemTime)>,
@@ -34,6 +38,20 @@ pub(super) struct Done {
     /// Alerts it carried.
     pub alerts: usize,
     pub result: Result<(), SendError>,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Self {
+            dirty: false,
+            last_ok: None,
+            retry_at: None,
+            backoff: retry_backoff(),
+            in_flight: false,
+            resolved: Vec::new(),
+            failing: false,
+        }
+    }
 }
 
 impl Delivery {
@@ -101,7 +119,7 @@ impl Delivery {
 
     /// A send finished at `now`. Delivered: the resolutions it carried are
     /// paid (those that arrived meanwhile stay owed). Failed: retried after
-    /// a backoff doubling up to [`BACKOFF_MAX`].
+    /// a backoff (see [`retry_backoff`]).
     pub fn on_done(&mut self, done: &Done, now: Instant) {
         self.in_flight = false;
         match done.result {
@@ -117,9 +135,7 @@ impl Delivery {
             }
             Err(_) => {
                 self.failing = true;
-                self.failures += 1;
-                let wait = Duration::from_secs(1 << self.failures.min(5)).min(BACKOFF_MAX);
-                self.retry_at = Some(now + wait);
+                self.retry_at = Some(now + self.backoff.next_delay());
                 self.dirty = true;
             }
         }

@@ -3,6 +3,7 @@
 
 pub mod alerting;
 pub mod attention;
+pub mod backoff;
 pub mod candidate;
 pub mod carry;
 pub mod changes;

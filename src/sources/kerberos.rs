@@ -23,6 +23,8 @@ use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
 
+use crate::model::backoff::Backoff;
+
 use crate::config::ClusterConfig;
 use crate::config::kerberos::{Kerberos, KerberosIdentity, TicketSource};
 use crate::model::SharedCluster;
@@ -159,7 +161,7 @@ pub async fn keep(cfg: &ClusterConfig, state: &SharedCluster) {
     let Some(k) = cfg.auth.as_ref().and_then(crate::config::Auth::kerberos) else {
         return std::future::pending().await;
     };
-    let mut retry = RETRY_START;
+    let mut retry = Backoff::new(RETRY_START, RECHECK_MAX);
     let expires = state.view(|c| c.kerberos.as_ref().and_then(|k| k.expires));
     let mut next = expires
         .and_then(|e| e.duration_since(SystemTime::now()).ok())
@@ -170,14 +172,10 @@ pub async fn keep(cfg: &ClusterConfig, state: &SharedCluster) {
         tokio::time::sleep(next).await;
         next = match record(cfg, state, check(k, &cfg.servers).await) {
             Ok(remaining) => {
-                retry = RETRY_START;
+                retry.reset();
                 (remaining / 4).clamp(RECHECK_MIN, RECHECK_MAX)
             }
-            Err(_) => {
-                let wait = retry;
-                retry = (retry * 2).min(RECHECK_MAX);
-                wait
-            }
+            Err(_) => retry.next_delay(),
         };
     }
 }

@@ -7,38 +7,20 @@ use zookeeper_client::Client;
 
 use crate::config::kerberos::Kerberos;
 use crate::config::{Auth, AuthScheme, ClusterConfig};
+use crate::model::backoff::Backoff;
 use crate::model::tree::TreePattern;
 
-const BACKOFF_START: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
-
-/// Capped exponential backoff with a little jitter so several agents do not
-/// reconnect in lockstep.
-#[derive(Debug)]
-pub struct Backoff {
-    next: Duration,
+/// The wait between connect attempts: from a quarter second up to 30 s,
+/// with a little jitter so several agents do not reconnect in lockstep.
+pub fn connect_backoff() -> Backoff {
+    Backoff::new(Duration::from_millis(250), Duration::from_secs(30))
 }
 
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            next: BACKOFF_START,
-        }
-    }
-}
-
-impl Backoff {
-    pub fn reset(&mut self) {
-        self.next = BACKOFF_START;
-    }
-    pub fn next_delay(&mut self) -> Duration {
-        let jitter = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos() % 100);
-        let delay = self.next + self.next * jitter / 1000;
-        self.next = (self.next * 2).min(BACKOFF_MAX);
-        delay
-    }
+/// A jitter of 0 to 99 thousandths, from the clock's nanoseconds.
+pub fn jitter() -> u32 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() % 100)
 }
 
 /// Explains a connect failure; when TLS is on and no server took the

@@ -6,7 +6,7 @@
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 
-use super::connect::{Backoff, connect, explain_connect_error};
+use super::connect::{connect, connect_backoff, explain_connect_error, jitter};
 use super::session::{End, Session};
 use crate::config::ClusterConfig;
 use crate::model::SharedCluster;
@@ -28,7 +28,7 @@ pub async fn run_cluster(
     mut shutdown: watch::Receiver<bool>,
     mut plans: mpsc::UnboundedReceiver<TreePlan>,
 ) {
-    let mut backoff = Backoff::default();
+    let mut backoff = connect_backoff();
     let mut failing_since: Option<std::time::Instant> = None;
     loop {
         if *shutdown.borrow() {
@@ -89,7 +89,7 @@ pub async fn run_cluster(
         if end == End::Expired {
             warn!(cluster = %cfg.name, "ZooKeeper session expired; building a new session");
         }
-        let pause = tokio::time::sleep(backoff.next_delay());
+        let pause = tokio::time::sleep(backoff.next_delay_jittered(jitter()));
         tokio::pin!(pause);
         loop {
             tokio::select! {
