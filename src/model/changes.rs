@@ -14,7 +14,7 @@ use super::{Roster, SharedCluster};
 /// replacements.
 pub struct WriteWatch {
     roster: Roster<SharedCluster>,
-    replaced: watch::Receiver<u64>,
+    replaced: watch::Receiver<std::sync::Arc<Vec<SharedCluster>>>,
     /// By [`SharedCluster::identity`]: a cluster rebuilt in place by a
     /// reload keeps its receiver.
     written: HashMap<usize, watch::Receiver<u64>>,

@@ -3,22 +3,21 @@
 //! they are doing (one scrape, one tick), so a reload never shows them half
 //! a list.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
+/// One watch channel holds the list: a snapshot is a clone of its `Arc`,
+/// a replacement wakes whoever follows the list.
 #[derive(Debug)]
 pub struct Roster<T> {
-    list: Arc<RwLock<Arc<Vec<T>>>>,
-    /// Counts the replacements: who follows the list waits on it.
-    replaced: Arc<watch::Sender<u64>>,
+    list: Arc<watch::Sender<Arc<Vec<T>>>>,
 }
 
 impl<T> Clone for Roster<T> {
     fn clone(&self) -> Self {
         Self {
             list: self.list.clone(),
-            replaced: self.replaced.clone(),
         }
     }
 }
@@ -32,25 +31,23 @@ impl<T> Default for Roster<T> {
 impl<T> Roster<T> {
     pub fn new(items: Vec<T>) -> Self {
         Self {
-            list: Arc::new(RwLock::new(Arc::new(items))),
-            replaced: Arc::new(watch::channel(0).0),
+            list: Arc::new(watch::channel(Arc::new(items)).0),
         }
     }
 
     /// The list as it is now.
     pub fn now(&self) -> Arc<Vec<T>> {
-        self.list.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.list.borrow().clone()
     }
 
     /// Replaces the list; snapshots already taken keep the old one.
     pub fn replace(&self, items: Vec<T>) {
-        *self.list.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(items);
-        self.replaced.send_modify(|n| *n += 1);
+        self.list.send_replace(Arc::new(items));
     }
 
     /// Sees every replacement from now on (`changed()`).
-    pub fn replacements(&self) -> watch::Receiver<u64> {
-        self.replaced.subscribe()
+    pub fn replacements(&self) -> watch::Receiver<Arc<Vec<T>>> {
+        self.list.subscribe()
     }
 }
 
