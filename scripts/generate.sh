@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 command -v jsonnet >/dev/null || { echo "jsonnet is missing: apt-get install jsonnet" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes" "$out/deploy/components/compat-rules" "$out/deploy/components/kube-prometheus-stack" "$out/src/model/alerting"
+# jsonnet -m writes into folders that exist: make each file's.
+for file in $(jsonnet -J mixin -S -e 'std.join("\n", std.objectFields(import "mixin/generate.jsonnet"))'); do
+  mkdir -p "$out/$(dirname "$file")"
+done
 files=$(jsonnet -J mixin -S -m "$out" mixin/generate.jsonnet)
 status=0
 for file in $files; do

@@ -33,8 +33,8 @@ pub fn fourlw_reply(data: &[u8]) {
     let _ = parse::parse_members(&text);
 }
 
-/// An AdminServer answer (first byte: which command): its JSON, and the
-/// bytes as the HTTP response that carries it.
+/// An AdminServer answer (first byte: which command): its JSON. (The HTTP
+/// answer around it is read by hyper's client.)
 pub fn admin_json(data: &[u8]) {
     let Some((&selector, body)) = data.split_first() else {
         return;
@@ -42,8 +42,6 @@ pub fn admin_json(data: &[u8]) {
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
         let _ = interpret_json(command(selector), &json);
     }
-    // The same bytes as a whole HTTP answer (head, maybe chunked body).
-    let _ = crate::sources::fourlw::admin::response_body(body);
 }
 
 /// Identities from node names and data under every mode, a mode spec

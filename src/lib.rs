@@ -61,13 +61,15 @@
 //! Beside the layers: [`logging`] sets up the log format and level,
 //! [`simulate`] is the load generator behind `zk-election-exporter
 //! simulate` (real sessions competing, masters killed) and [`fuzzing`] the
-//! entry points of the fuzz targets; no layer imports them. Two leaves the
+//! entry points of the fuzz targets; no layer imports them. Three leaves the
 //! layers use, which import nothing of the crate: [`panics`] logs a panic
 //! (a bug) once per place instead of on every hit (the supervisor and the
 //! HTTP server), and [`os`] is the process's dealings with the operating
 //! system: the C allocator's settings after a sync (the sessions), huge
 //! pages for a large body and the `process_*` figures (the metrics), the
-//! open-files limit (the agent).
+//! open-files limit (the agent); [`web_client`] speaks HTTP/1.1 with
+//! hyper's client on a connection its caller opened (the alert pusher and
+//! the AdminServer reader).
 //!
 //! Where one thing lives: a switch is decided in [`model::election`]; a
 //! metric is named in [`metrics::names`]; a four-letter-word reply enters
@@ -107,6 +109,7 @@ pub mod panics;
 pub mod simulate;
 pub mod sources;
 pub mod timeline_log;
+pub mod web_client;
 
 /// Version, git revision, build date and compiler baked in at build time
 /// (build.rs), for `--version` and `zookeeper_exporter_build_info`.

@@ -36,13 +36,14 @@ fn mixin_with(patch: &str, field: &str) -> Value {
 #[test]
 fn committed_files_are_the_mixins_output() {
     let dir = std::env::temp_dir().join(format!("zkee-mixin-{}", std::process::id()));
-    for sub in [
-        "alerts",
-        "dashboards",
-        "deploy/kubernetes",
-        "src/model/alerting",
-    ] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    // jsonnet -m writes into folders that exist: make each file's.
+    let files: Vec<String> = serde_json::from_str(&jsonnet(&[
+        "-e",
+        "std.objectFields(import 'mixin/generate.jsonnet')",
+    ]))
+    .unwrap();
+    for file in &files {
+        std::fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
     }
     let listed = jsonnet(&["-S", "-m", dir.to_str().unwrap(), "mixin/generate.jsonnet"]);
     let mut names = BTreeSet::new();
@@ -69,6 +70,8 @@ fn committed_files_are_the_mixins_output() {
         "dashboards/zookeeper-ensemble.json",
         "dashboards/zookeeper-registry.json",
         "deploy/alertmanager.yml",
+        "deploy/components/compat-rules/prometheusrule.yaml",
+        "deploy/components/kube-prometheus-stack/dashboards.yaml",
         "deploy/kubernetes/prometheusrule.yaml",
         "src/model/alerting/catalogue.rs",
     ]

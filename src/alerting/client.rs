@@ -3,10 +3,13 @@
 //! from their files at each request (rotation needs no restart), bounded by
 //! the target's timeout.
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Method, Request, header};
 use tokio::net::TcpStream;
 
 use crate::config::alerting::AlertmanagerTarget;
+use crate::web_client;
 
 /// Why a delivery failed: a bounded set, for the `reason` label.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,8 +25,8 @@ fn failed(reason: &'static str, detail: impl Into<String>) -> SendError {
     }
 }
 
-/// The `Authorization` header line, if the target has credentials.
-fn authorization(target: &AlertmanagerTarget) -> Result<String, SendError> {
+/// The `Authorization` header's value, if the target has credentials.
+fn authorization(target: &AlertmanagerTarget) -> Result<Option<String>, SendError> {
     use base64::Engine;
     let read = |p: &std::path::Path| {
         std::fs::read_to_string(p)
@@ -33,34 +36,28 @@ fn authorization(target: &AlertmanagerTarget) -> Result<String, SendError> {
     if let Some((user, file)) = &target.basic_auth {
         let pair = format!("{user}:{}", read(file)?);
         let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-        return Ok(format!("Authorization: Basic {encoded}\r\n"));
+        return Ok(Some(format!("Basic {encoded}")));
     }
     if let Some(file) = &target.bearer_token_file {
-        return Ok(format!("Authorization: Bearer {}\r\n", read(file)?));
+        return Ok(Some(format!("Bearer {}", read(file)?)));
     }
-    Ok(String::new())
+    Ok(None)
 }
 
 /// Posts `body` (a JSON array of alerts); Ok on a 2xx answer.
 pub async fn post(target: &AlertmanagerTarget, body: &[u8]) -> Result<(), SendError> {
-    let head = format!(
-        "POST {}/api/v2/alerts HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: zk-election-exporter/{}\r\n",
-        target.path,
-        target.authority,
-        body.len(),
-        crate::VERSION
-    );
-    // The status line and a short body are all that is read.
-    request(target, head, body, 64 * 1024).await.map(|_| ())
+    let path = format!("{}/api/v2/alerts", target.path);
+    // A short body is all that is read.
+    request(target, Method::POST, &path, body.to_vec(), 64 * 1024)
+        .await
+        .map(|_| ())
 }
 
 /// The most of Alertmanager's alert list read back: thousands of alerts.
-const MAX_LISTING: u64 = 16 * 1024 * 1024;
+const MAX_LISTING: usize = 16 * 1024 * 1024;
 
 /// The alerts Alertmanager holds whose name is one of `alertnames`
 /// (`GET /api/v2/alerts`, silenced and inhibited ones too): the JSON body.
-/// Asked as HTTP/1.0, so the answer is never chunked and ends with the
-/// connection.
 pub async fn alerts(
     target: &AlertmanagerTarget,
     alertnames: &[&str],
@@ -73,40 +70,44 @@ pub async fn alerts(
         .append_pair("unprocessed", "true")
         .append_pair("filter", &filter)
         .finish();
-    let head = format!(
-        "GET {}/api/v2/alerts?{query} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nUser-Agent: zk-election-exporter/{}\r\n",
-        target.path,
-        target.authority,
-        crate::VERSION
-    );
-    let reply = request(target, head, &[], MAX_LISTING).await?;
-    if reply.len() as u64 >= MAX_LISTING {
-        return Err(failed("protocol", "the alert list is over 16 MiB"));
-    }
-    let Some(at) = reply.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return Err(failed("protocol", "the answer has no end of headers"));
-    };
-    Ok(reply.get(at + 4..).unwrap_or_default().to_vec())
+    let path = format!("{}/api/v2/alerts?{query}", target.path);
+    request(target, Method::GET, &path, Vec::new(), MAX_LISTING).await
 }
 
-/// Sends `head` (without its final blank line; credentials are added) and
-/// `body`; the whole answer, at most `limit` bytes, on a 2xx status.
+/// Sends one request (credentials added) and reads the answer's body, at
+/// most `limit` bytes, on a 2xx status.
 async fn request(
     target: &AlertmanagerTarget,
-    head: String,
-    body: &[u8],
-    limit: u64,
+    method: Method,
+    path: &str,
+    body: Vec<u8>,
+    limit: usize,
 ) -> Result<Vec<u8>, SendError> {
     let attempt = async {
-        let auth = authorization(target)?;
-        let head = format!("{head}{auth}\r\n");
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, &target.authority)
+            .header(header::ACCEPT, "application/json")
+            .header(
+                header::USER_AGENT,
+                format!("zk-election-exporter/{}", crate::VERSION),
+            );
+        if !body.is_empty() {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+        }
+        if let Some(value) = authorization(target)? {
+            builder = builder.header(header::AUTHORIZATION, value);
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| failed("protocol", e.to_string()))?;
         let stream = TcpStream::connect(&target.authority)
             .await
             .map_err(|e| failed("connect", e.to_string()))?;
         let _ = stream.set_nodelay(true);
-        let mut reply = Vec::new();
-        match &target.tls {
-            None => exchange(stream, head.as_bytes(), body, &mut reply, limit).await?,
+        let answer = match &target.tls {
+            None => web_client::exchange(stream, request, limit).await,
             Some(config) => {
                 let host = target
                     .authority
@@ -121,25 +122,26 @@ async fn request(
                     .connect(name, stream)
                     .await
                     .map_err(|e| failed("tls", e.to_string()))?;
-                exchange(tls, head.as_bytes(), body, &mut reply, limit).await?;
+                web_client::exchange(tls, request, limit).await
             }
-        }
-        let first = reply.get(..reply.len().min(512)).unwrap_or_default();
-        let status: u16 = String::from_utf8_lossy(first)
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| failed("protocol", "no HTTP status in the answer"))?;
-        match status {
-            200..=299 => Ok(reply),
-            400..=499 => {
+        };
+        let (status, reply) = answer.map_err(|e| match e {
+            web_client::Failure::Io(detail) => failed("io", detail),
+            web_client::Failure::Protocol(detail) => failed("protocol", detail),
+            web_client::Failure::TooLarge => {
+                failed("protocol", format!("the answer is over {limit} bytes"))
+            }
+        })?;
+        match status.as_u16() {
+            200..=299 => Ok(reply.to_vec()),
+            code @ 400..=499 => {
                 let text = String::from_utf8_lossy(&reply);
                 Err(failed(
                     "status_4xx",
-                    format!("{status}: {}", text.lines().last().unwrap_or("")),
+                    format!("{code}: {}", text.lines().last().unwrap_or("")),
                 ))
             }
-            _ => Err(failed("status_5xx", format!("answered {status}"))),
+            code => Err(failed("status_5xx", format!("answered {code}"))),
         }
     };
     tokio::time::timeout(target.timeout, attempt)
@@ -150,22 +152,4 @@ async fn request(
                 format!("no answer within {:?}", target.timeout),
             ))
         })
-}
-
-async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
-    mut stream: S,
-    head: &[u8],
-    body: &[u8],
-    reply: &mut Vec<u8>,
-    limit: u64,
-) -> Result<(), SendError> {
-    let io = |e: std::io::Error| failed("io", e.to_string());
-    stream.write_all(head).await.map_err(io)?;
-    stream.write_all(body).await.map_err(io)?;
-    stream.flush().await.map_err(io)?;
-    let read = (&mut stream).take(limit).read_to_end(reply).await;
-    if read.is_err() && reply.is_empty() {
-        return Err(failed("io", "connection closed without an answer"));
-    }
-    Ok(())
 }

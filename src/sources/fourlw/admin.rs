@@ -10,13 +10,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::config::zktls::ZkTls;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Request, header};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::fourlw::parse::{Conf, Mntr, Role, Srvr};
 use crate::fourlw::{Command, Failure, Reply};
+use crate::web_client;
 
-const MAX_BODY_BYTES: u64 = 8 << 20;
+const MAX_BODY_BYTES: usize = 8 << 20;
 
 /// The commands AdminServer can stand in for.
 pub fn supports(command: Command) -> bool {
@@ -66,65 +69,23 @@ async fn get(url: &str, tls: Option<&ZkTls>) -> Result<Vec<u8>, Failure> {
     } else {
         None
     };
-    let mut stream = super::client::open(&authority, tls).await?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .await
+    let stream = super::client::open(&authority, tls).await?;
+    let request = Request::get(path)
+        .header(header::HOST, &authority)
+        .header(header::ACCEPT, "application/json")
+        .body(Full::new(Bytes::new()))
         .map_err(|_| Failure::Connect)?;
-    let mut raw = Vec::new();
-    let read = (&mut stream)
-        .take(MAX_BODY_BYTES)
-        .read_to_end(&mut raw)
-        .await;
-    // Jetty may close TLS without close_notify: what arrived is the answer.
-    if read.is_err() && raw.is_empty() {
-        return Err(Failure::Connect);
-    }
-    response_body(&raw)
-}
-
-/// The body of an HTTP/1.1 answer as the AdminServer (Jetty) sends it:
-/// a 200 whole or chunked; anything else a failure, never a panic.
-pub fn response_body(raw: &[u8]) -> Result<Vec<u8>, Failure> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or(Failure::Parse)?;
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let body = &raw[split + 4..];
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or(Failure::Parse)?;
-    if status != 200 {
-        return Err(if status == 404 {
-            Failure::NotAllowed
-        } else {
-            Failure::Parse
-        });
-    }
-    if head.contains("transfer-encoding: chunked") {
-        return dechunk(body).ok_or(Failure::Parse);
-    }
-    Ok(body.to_vec())
-}
-
-fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = body.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&body[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        body = &body[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(body.get(..size)?);
-        body = body.get(size + 2..)?;
+    let (status, body) = web_client::exchange(stream, request, MAX_BODY_BYTES)
+        .await
+        .map_err(|e| match e {
+            web_client::Failure::Io(_) => Failure::Connect,
+            web_client::Failure::Protocol(_) | web_client::Failure::TooLarge => Failure::Parse,
+        })?;
+    match status.as_u16() {
+        200 => Ok(body.to_vec()),
+        // The command is not served (an older server, or not enabled).
+        404 => Err(Failure::NotAllowed),
+        _ => Err(Failure::Parse),
     }
 }
 
@@ -303,10 +264,5 @@ mod tests {
             Some(("zk1:80".into(), "/x".into(), false))
         );
         assert_eq!(split_url("ftp://zk1/x"), None);
-        assert_eq!(
-            dechunk(b"4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n"),
-            Some(b"abcdef".to_vec())
-        );
-        assert_eq!(dechunk(b"zz\r\n"), None);
     }
 }
