@@ -224,20 +224,6 @@ pub(super) fn validate_trees(
     Ok((elections, groups))
 }
 
-/// `pattern` without the paths of `exclude` (the tree's `exclude` key).
-pub(super) fn with_exclude(
-    tkey: &str,
-    pattern: TreePattern,
-    exclude: Option<&Vec<String>>,
-) -> Result<TreePattern, ConfigError> {
-    match exclude {
-        None => Ok(pattern),
-        Some(globs) => pattern
-            .excluding(globs)
-            .map_err(|(i, m)| ConfigError::new(format!("{tkey}.exclude[{i}]"), m)),
-    }
-}
-
 fn validate_groups(key: &str, raw: Vec<RawGroup>) -> Result<Vec<GroupConfig>, ConfigError> {
     let mut groups = Vec::new();
     for (j, g) in raw.into_iter().enumerate() {

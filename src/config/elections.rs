@@ -1,8 +1,8 @@
 //! Validation of the `[[clusters.elections]]` entries of a cluster: their
 //! style (sequential or node), record, identity, lease and objective.
 
-use super::cluster::with_exclude;
 use super::raw::RawElection;
+use super::validate::with_exclude;
 use super::*;
 use crate::model::candidate::IdentityMode;
 use crate::model::election_tree::{ElectionSpec, NodeSpec, Standbys, Style};

@@ -332,3 +332,17 @@ pub(super) fn validate_auth(key: &str, a: RawAuth) -> Result<Auth, ConfigError> 
         origin,
     }))
 }
+
+/// `pattern` without the paths of `exclude` (the tree's `exclude` key).
+pub(super) fn with_exclude(
+    tkey: &str,
+    pattern: crate::model::tree::TreePattern,
+    exclude: Option<&Vec<String>>,
+) -> Result<crate::model::tree::TreePattern, ConfigError> {
+    match exclude {
+        None => Ok(pattern),
+        Some(globs) => pattern
+            .excluding(globs)
+            .map_err(|(i, m)| ConfigError::new(format!("{tkey}.exclude[{i}]"), m)),
+    }
+}
