@@ -49,7 +49,7 @@ ensure_packages() {
         command -v runc >/dev/null 2>&1 || missing+=(runc)
         command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
         ;;
-      # tests/kerberos.rs: MIT's KDC and its admin tools, kinit,
+      # tests/kerberos.rs and kerberos_tickets.rs: MIT's KDC, its admin tools, kinit,
       # libfaketime, and kazoo's SASL GSSAPI for the writer.
       kerberos)
         command -v krb5kdc >/dev/null 2>&1 || missing+=(krb5-kdc)

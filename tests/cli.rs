@@ -220,7 +220,7 @@ fn every_family_is_documented(exposition: &str) {
     for row in docs.lines().filter_map(|l| l.strip_prefix("| `zookeeper_")) {
         let name = format!("zookeeper_{}", row.split('`').next().unwrap());
         // Emitted only with [alerting] (tests/alerting.rs checks them), or
-        // only where their condition holds (Kerberos: tests/kerberos.rs;
+        // only where their condition holds (Kerberos: tests/kerberos.rs and tests/kerberos_tickets.rs;
         // tests/metrics_docs.rs checks that some test scraped each).
         if name.starts_with("zookeeper_exporter_alerts_") || row.contains("Conditional:") {
             continue;
