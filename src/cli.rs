@@ -8,6 +8,36 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::Overrides;
 
+/// `--system`'s help, naming every known system.
+fn system_help() -> String {
+    format!(
+        "A known system's elections and registries in one flag: {}, optionally with the root \
+         its znodes live under (`kafka:/kafka-prod`); repeatable. Replaces the first cluster's \
+         systems",
+        or_list(crate::systems::names())
+    )
+}
+
+/// `--identity`'s help, naming every mode a known system brings.
+fn identity_help() -> String {
+    let decoders: String = crate::systems::decoders()
+        .map(|d| format!("{}, ", d.name))
+        .collect();
+    format!(
+        "Identity mode for --election: data, node, json:/pointer, regex:PATTERN, \
+         protobuf:N[.N…], {decoders}owner-host or owner-address (owner-record needs a record: \
+         configure it in a file)"
+    )
+}
+
+/// `a, b or c`.
+fn or_list(names: Vec<&str>) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "zk-election-exporter",
@@ -58,22 +88,25 @@ pub struct ConfigArgs {
     )]
     pub groups: Vec<String>,
 
-    /// A known system's elections and registries in one flag: kafka, hbase,
-    /// hdfs, solr, patroni, clickhouse, spark or flink, optionally with the
-    /// root its znodes live under (`kafka:/kafka-prod`); repeatable.
-    /// Replaces the first cluster's systems.
+    /// A known system's elections and registries in one flag; the help text
+    /// names the systems from their files (`system_help`).
     #[arg(
         long = "system",
+        help = system_help(),
         env = "ZK_EXPORTER_SYSTEM",
         value_name = "KIND[:ROOT]",
         value_delimiter = ','
     )]
     pub systems: Vec<String>,
 
-    /// Identity mode for --election: data, node, json:/pointer,
-    /// regex:PATTERN, protobuf:N[.N…], hbase, hdfs, flink, owner-host or
-    /// owner-address (owner-record needs a record: configure it in a file).
-    #[arg(long, env = "ZK_EXPORTER_IDENTITY", value_name = "MODE")]
+    /// Identity mode for --election; the help text names the known
+    /// systems' modes from their files (`identity_help`).
+    #[arg(
+        long,
+        env = "ZK_EXPORTER_IDENTITY",
+        value_name = "MODE",
+        help = identity_help()
+    )]
     pub identity: Option<String>,
 
     /// Poll the four-letter words of every ensemble member (the default).
@@ -244,22 +277,25 @@ mod tests {
 
     /// Every identity mode is named in `--help` and in the configuration
     /// reference: `--help` once listed four of seven. The match makes a new
-    /// mode a compile error here until it is listed.
+    /// mode a compile error here until it is listed; a known system's modes
+    /// come from its file.
     #[test]
     fn every_identity_mode_is_named_in_the_help_and_the_docs() {
-        let all = [
+        let mut all = vec![
             IdentityMode::Data,
             IdentityMode::Node,
             IdentityMode::parse("json:/a").unwrap(),
             IdentityMode::parse("regex:(x)").unwrap(),
             IdentityMode::parse("protobuf:1").unwrap(),
-            IdentityMode::Hbase,
-            IdentityMode::Hdfs,
-            IdentityMode::Flink,
             IdentityMode::Owner(OwnerPart::Host),
             IdentityMode::Owner(OwnerPart::Address),
             IdentityMode::OwnerRecord,
         ];
+        all.extend(
+            crate::systems::shipped()
+                .flat_map(|s| s.decoders())
+                .map(IdentityMode::Decoded),
+        );
         let help = Cli::command().render_long_help().to_string();
         let docs = include_str!("../docs/configuration.md");
         for mode in &all {
@@ -269,9 +305,7 @@ mod tests {
                 | IdentityMode::JsonPointer(_)
                 | IdentityMode::Regex(_)
                 | IdentityMode::Protobuf(_)
-                | IdentityMode::Hbase
-                | IdentityMode::Hdfs
-                | IdentityMode::Flink
+                | IdentityMode::Decoded(_)
                 | IdentityMode::Owner(_)
                 | IdentityMode::OwnerRecord => {}
             }
@@ -287,6 +321,100 @@ mod tests {
                 docs.contains(&format!("`\"{shown}")),
                 "docs/configuration.md does not name {shown}"
             );
+        }
+    }
+
+    /// Every known system a release ships is named by `--help`, the
+    /// README and the configuration reference (its row in the table of
+    /// kinds, with its default root, and the `kind` line above it), and
+    /// nothing else is: the lists come from the systems' files.
+    #[test]
+    fn every_known_system_is_named_in_the_help_and_the_docs() {
+        let help = Cli::command().render_long_help().to_string();
+        let readme = include_str!("../README.md");
+        let docs = include_str!("../docs/configuration.md");
+        let kinds_line = docs
+            .lines()
+            .find(|l| l.starts_with("kind = \"kafka\""))
+            .expect("docs/configuration.md shows `kind = \"kafka\"`");
+        let listed: Vec<&str> = kinds_line
+            .split_once('#')
+            .map(|(_, names)| names.split('|').map(str::trim).collect())
+            .unwrap_or_default();
+        let mut shipped: Vec<&str> = crate::systems::shipped().map(|s| s.name()).collect();
+        let table: Vec<&str> = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("| kind | default root |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert_eq!(table.len(), shipped.len(), "{table:#?}");
+        for system in crate::systems::shipped() {
+            let name = system.name();
+            assert!(help.contains(name), "--help does not name {name}");
+            assert!(
+                readme.contains(&format!("`{name}`"))
+                    || readme.contains(&format!("--system {name}`")),
+                "README.md does not name {name}"
+            );
+            let row = format!("| `{name}` | `{}`", system.default_root());
+            assert!(
+                table.iter().any(|l| l.starts_with(&row)),
+                "docs/configuration.md has no row {row}"
+            );
+        }
+        let mut listed = listed;
+        listed.sort_unstable();
+        shipped.sort_unstable();
+        assert_eq!(listed, shipped, "{kinds_line}");
+    }
+
+    /// Every known system, the unit tests' own included, is expanded by
+    /// `--system KIND:ROOT` into its trees, and `check-config` prints them.
+    #[test]
+    fn every_known_system_is_expanded_by_the_flag_and_printed_by_check_config() {
+        for system in crate::systems::all() {
+            let name = system.name();
+            let flag = format!("{name}:/deep/root");
+            let cli = Cli::try_parse_from([
+                "zk-election-exporter",
+                "check-config",
+                "--zk",
+                "zk1:2181",
+                "--system",
+                &flag,
+            ])
+            .unwrap();
+            let Some(Command::CheckConfig(args)) = &cli.command else {
+                panic!("check-config is a command: {cli:?}");
+            };
+            let config = crate::config::load(&args.overrides(), std::iter::empty())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (elections, groups) = crate::config::system_trees(name, "/deep/root").unwrap();
+            let cluster = &config.clusters[0];
+            let paths = |e: &[crate::config::ElectionConfig]| -> Vec<String> {
+                e.iter().map(|e| e.pattern.as_str().to_owned()).collect()
+            };
+            assert_eq!(paths(&cluster.elections), paths(&elections), "{name}");
+            assert_eq!(cluster.groups.len(), groups.len(), "{name}");
+            let printed = crate::config::summary(&config);
+            for path in paths(&elections)
+                .into_iter()
+                .chain(groups.iter().map(|g| g.pattern.as_str().to_owned()))
+            {
+                assert!(
+                    printed.contains(&format!("path = \"{path}\"")),
+                    "{name}: {path} in\n{printed}"
+                );
+            }
+            for tree in system.trees(&crate::systems::Root("/deep/root")) {
+                if let crate::systems::SystemTree::Election(e) = tree {
+                    assert!(
+                        printed.contains(&format!("identity = \"{}\"", e.identity)),
+                        "{name}"
+                    );
+                }
+            }
         }
     }
 }

@@ -25,7 +25,12 @@
 //!   rounds of ghost-master detection.
 //!
 //! **Vocabulary** ([`fourlw`]): the pure side of four-letter words, commands,
-//! failures and reply parsers, shared by sources and models.
+//! failures and reply parsers, shared by sources and models. [`systems`]:
+//! the known systems (Kafka, HBase, …), one file each, read by the
+//! configuration (the trees `--system` stands for), by discovery (where it
+//! recognises one) and by the models (the identity modes their payloads
+//! need); build.rs lists the files, so a system is added by adding its
+//! file.
 //!
 //! **Models** ([`model`]) are plain data with no I/O and no clock: events and
 //! a [`model::Now`] go in. A master switch is decided in [`model::election`]
@@ -61,7 +66,7 @@
 //! Beside the layers: [`logging`] sets up the log format and level,
 //! [`simulate`] is the load generator behind `zk-election-exporter
 //! simulate` (real sessions competing, masters killed) and [`fuzzing`] the
-//! entry points of the fuzz targets; no layer imports them. Three leaves the
+//! entry points of the fuzz targets; no layer imports them. Four leaves the
 //! layers use, which import nothing of the crate: [`panics`] logs a panic
 //! (a bug) once per place instead of on every hit (the supervisor and the
 //! HTTP server), and [`os`] is the process's dealings with the operating
@@ -69,11 +74,13 @@
 //! pages for a large body and the `process_*` figures (the metrics), the
 //! open-files limit (the agent); [`web_client`] speaks HTTP/1.1 with
 //! hyper's client on a connection its caller opened (the alert pusher and
-//! the AdminServer reader).
+//! the AdminServer reader); [`protobuf`] reads one field of a protobuf
+//! message (the known systems' payloads and the `protobuf:` identities).
 //!
-//! Where one thing lives: a switch is decided in [`model::election`]; a
-//! metric is named in [`metrics::names`]; a four-letter-word reply enters
-//! in [`sources::fourlw`] and is parsed in [`fourlw::parse`]; an alert is
+//! Where one thing lives: a known system in its own file in [`systems`]; a
+//! switch is decided in [`model::election`]; a metric is named in
+//! [`metrics::names`]; a four-letter-word reply enters in
+//! [`sources::fourlw`] and is parsed in [`fourlw::parse`]; an alert is
 //! decided in [`model::alerting`] and pushed by [`alerting`] (its body in
 //! [`api::alerts`]); a tree's identity is made in [`model::tree::TreeId`]
 //! (from the configuration's fingerprints, [`config`]'s `tree_ids`); a
@@ -106,8 +113,10 @@ pub mod metrics;
 pub mod model;
 pub mod os;
 pub mod panics;
+pub mod protobuf;
 pub mod simulate;
 pub mod sources;
+pub mod systems;
 pub mod timeline_log;
 pub mod web_client;
 

@@ -10,7 +10,8 @@ use std::time::SystemTime;
 
 use regex::Regex;
 
-use super::protobuf;
+use crate::protobuf;
+use crate::systems::{self, Decoder};
 
 /// A candidate as the election needs it, with its identity already extracted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,10 +102,9 @@ pub enum IdentityMode {
     /// A protobuf field, by field numbers from the outermost message
     /// (`protobuf:1.1`), after HBase's `0xFF…PBUF` prefix when present.
     Protobuf(Vec<u64>),
-    /// HBase's master znode: `host:port` of its `ServerName`.
-    Hbase,
-    /// HDFS's `ActiveNodeInfo` (ZKFC lock and breadcrumb): the namenode id.
-    Hdfs,
+    /// A known system's own payload (`hbase`, `hdfs`, `flink`: see
+    /// [`systems`]), decoded by the system's file.
+    Decoded(&'static Decoder),
     /// The client address of the session owning the node, as `cons` lists
     /// it, for recipes whose nodes carry no data (Spark's and Flink's
     /// leader latches): not in the node at all, so [`extract`](Self::extract)
@@ -117,9 +117,6 @@ pub enum IdentityMode {
     /// beside its latch): read with the record's own mode, by the
     /// election tree; the other candidates stay unnamed.
     OwnerRecord,
-    /// The address in Flink's leader information: the first string a
-    /// Java `ObjectOutputStream` wrote with `writeUTF`.
-    Flink,
 }
 
 /// What of the owner session's client address names a candidate.
@@ -155,12 +152,10 @@ impl IdentityMode {
                 let fields: Vec<String> = path.iter().map(u64::to_string).collect();
                 format!("protobuf:{}", fields.join("."))
             }
-            Self::Hbase => "hbase".into(),
-            Self::Hdfs => "hdfs".into(),
+            Self::Decoded(decoder) => decoder.name.into(),
             Self::Owner(OwnerPart::Host) => "owner-host".into(),
             Self::Owner(OwnerPart::Address) => "owner-address".into(),
             Self::OwnerRecord => "owner-record".into(),
-            Self::Flink => "flink".into(),
         }
     }
 
@@ -180,19 +175,19 @@ impl IdentityMode {
     }
 
     /// Parses `data`, `node`, `json:/pointer`, `regex:PATTERN`,
-    /// `protobuf:N[.N…]`, `hbase`, `hdfs`, `flink`, `owner-host`,
+    /// `protobuf:N[.N…]`, a known system's mode (`hbase`, …), `owner-host`,
     /// `owner-address` or `owner-record`.
     pub fn parse(spec: &str) -> Result<Self, String> {
         match spec {
             "owner-host" => return Ok(Self::Owner(OwnerPart::Host)),
             "owner-address" => return Ok(Self::Owner(OwnerPart::Address)),
             "owner-record" => return Ok(Self::OwnerRecord),
-            "flink" => return Ok(Self::Flink),
             "data" => return Ok(Self::Data),
             "node" => return Ok(Self::Node),
-            "hbase" => return Ok(Self::Hbase),
-            "hdfs" => return Ok(Self::Hdfs),
             _ => {}
+        }
+        if let Some(decoder) = systems::decoder(spec) {
+            return Ok(Self::Decoded(decoder));
         }
         if let Some(fields) = spec.strip_prefix("protobuf:") {
             let path: Result<Vec<u64>, _> = fields.split('.').map(str::parse::<u64>).collect();
@@ -225,8 +220,11 @@ impl IdentityMode {
             }
             return Ok(Self::Regex(regex));
         }
+        let decoders: String = systems::decoders()
+            .map(|d| format!("\"{}\", ", d.name))
+            .collect();
         Err(format!(
-            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", \"hbase\", \"hdfs\", \"flink\", \"owner-host\", \"owner-address\" or \"owner-record\""
+            "`{spec}` is not an identity mode; use \"data\", \"node\", \"json:/pointer\", \"regex:PATTERN\", \"protobuf:1.2\", {decoders}\"owner-host\", \"owner-address\" or \"owner-record\""
         ))
     }
 
@@ -240,18 +238,11 @@ impl IdentityMode {
         let raw = match self {
             // Not in the node: named by the election tree (see the variant).
             Self::Node | Self::Owner(_) | Self::OwnerRecord => None,
-            Self::Flink => java_utf(data),
+            Self::Decoded(decoder) => (decoder.decode)(data),
             Self::Data => text_prefix(data),
             Self::Protobuf(path) => {
                 protobuf::path(protobuf::strip_hbase_prefix(data), path).and_then(|v| v.text())
             }
-            Self::Hbase => {
-                let pb = protobuf::strip_hbase_prefix(data);
-                let host = protobuf::path(pb, &[1, 1]).and_then(|v| v.text());
-                let port = protobuf::path(pb, &[1, 2]).and_then(|v| v.text());
-                host.zip(port).map(|(h, p)| format!("{h}:{p}"))
-            }
-            Self::Hdfs => protobuf::field(data, 2).and_then(|v| v.text()),
             Self::Regex(regex) => {
                 let text = lossy_prefix(data);
                 regex
@@ -274,25 +265,6 @@ impl IdentityMode {
             cleaned
         }
     }
-}
-
-/// The first string of a Java serialization stream written with
-/// `writeUTF` (magic `AC ED 00 05`, then a block of data holding a 2-byte
-/// length and the modified UTF-8 bytes); `None` for anything else.
-fn java_utf(data: &[u8]) -> Option<String> {
-    let rest = data.strip_prefix(&[0xAC, 0xED, 0x00, 0x05])?;
-    let block = match rest.first()? {
-        0x77 => rest.get(2..2 + usize::from(*rest.get(1)?))?,
-        0x7A => {
-            let len = u32::from_be_bytes(rest.get(1..5)?.try_into().ok()?);
-            rest.get(5..5 + usize::try_from(len).ok()?)?
-        }
-        _ => return None,
-    };
-    let len = usize::from(u16::from_be_bytes(block.get(..2)?.try_into().ok()?));
-    std::str::from_utf8(block.get(2..2 + len)?)
-        .ok()
-        .map(str::to_owned)
 }
 
 fn lossy_prefix(data: &[u8]) -> String {
@@ -415,7 +387,7 @@ mod tests {
             data_mode.extract("c", b"a\nb\tc\x1b"),
             "a\u{fffd}b\u{fffd}c\u{fffd}"
         );
-        let hbase = crate::model::protobuf::tests::hbase_master("m1.example.com", 16000, 17);
+        let hbase = crate::protobuf::tests::hbase_master("m1.example.com", 16000, 17);
         assert_eq!(
             IdentityMode::parse("hbase")
                 .unwrap()
@@ -433,7 +405,7 @@ mod tests {
                 .extract("master", &hbase),
             "17"
         );
-        let hdfs = crate::model::protobuf::tests::hdfs_active("ns1", "nn2", "nn2.example.com");
+        let hdfs = crate::protobuf::tests::hdfs_active("ns1", "nn2", "nn2.example.com");
         assert_eq!(
             IdentityMode::parse("hdfs").unwrap().extract("lock", &hdfs),
             "nn2"
@@ -544,6 +516,23 @@ mod tests {
             "owner-record"
         );
         assert!(IdentityMode::OwnerRecord.named_by_owner());
-        assert!(!IdentityMode::Flink.named_by_owner());
+        assert!(!flink.named_by_owner());
+    }
+
+    /// Every identity mode a known system brings is parsed by its name and
+    /// spelled back the same.
+    #[test]
+    fn every_known_systems_identity_mode_is_parsed_by_its_name() {
+        for decoder in crate::systems::decoders() {
+            let mode = IdentityMode::parse(decoder.name).unwrap();
+            assert_eq!(mode.spec(), decoder.name);
+            assert!(!mode.named_by_owner());
+        }
+        assert_eq!(
+            IdentityMode::parse("test-only-hex")
+                .unwrap()
+                .extract("owner", b"6f6e65"),
+            "one"
+        );
     }
 }

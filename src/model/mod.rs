@@ -25,7 +25,6 @@ pub mod locks;
 pub mod now;
 pub mod outer_record;
 pub mod pattern;
-pub mod protobuf;
 pub mod reload;
 pub mod roster;
 pub mod session;

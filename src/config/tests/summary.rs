@@ -158,7 +158,7 @@ fn inline_secrets_are_masked_and_the_shipped_example_loads_back() {
 
 #[test]
 fn every_known_system_expands_into_trees_that_load_back_the_same() {
-    for (kind, _) in crate::config::systems::KINDS {
+    for kind in crate::systems::names() {
         for root in [None, Some("/deep/root")] {
             let root_line = root
                 .map(|r| format!("root = \"{r}\"\n"))

@@ -237,7 +237,7 @@ fn known_systems_expand_to_their_layouts() {
     assert!(!cluster.discovery.enabled);
     assert_eq!(
         err("[[clusters]]\nservers=[\"a\"]\n[[clusters.systems]]\nkind=\"mongo\"\n"),
-        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from kafka, hbase, hdfs, solr, patroni, clickhouse, spark, flink"
+        "clusters[0].systems[0].kind: `mongo` is not a known system; choose from clickhouse, flink, hbase, hdfs, kafka, patroni, solr, spark, test-only"
     );
     let o = Overrides {
         zk: Some("a:1".into()),

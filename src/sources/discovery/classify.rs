@@ -13,8 +13,8 @@ use crate::model::content::ContentKind;
 use crate::model::groups::GroupSpec;
 use crate::model::locks::LockSpec;
 use crate::model::locks::lock_named;
-use crate::model::tree::join;
 use crate::model::tree::{PathKind, Tree, TreePattern, TreeSource};
+use crate::systems::{self, Spot};
 
 /// Children whose stat is read to classify their parent.
 pub(super) const SAMPLE: usize = 3;
@@ -194,66 +194,26 @@ pub(super) fn retired(walk: &Walk, watched: &[Watched]) -> Vec<TreePattern> {
         .collect()
 }
 
-/// Known systems whose layout the walk found, as (kind, root): Kafka's
-/// `controller` beside `controller_epoch` and `brokers/ids`, HBase's
-/// `master` beside `backup-masters` and `rs`, HDFS's
-/// `*/ActiveStandbyElectorLock`, Solr's `overseer_elect/election`,
-/// Patroni's `<scope>/leader` beside `members` and `initialize`,
-/// ClickHouse's `tables/<shard>/<table>/leader_election` beside `replicas`
-/// and `block_numbers`, Spark's `leader_election` beside `master_status`,
-/// Flink's `<cluster-id>/leader/latch` beside `leader/rest_server`.
+/// Known systems whose layout the walk found, as (kind, root): each
+/// system judges every listed node ([`crate::systems::KnownSystem::recognise`]).
 pub fn recognise(walk: &Walk) -> BTreeSet<(&'static str, String)> {
-    let has = |p: &str| walk.nodes.contains_key(p);
+    let listed = |p: &str| walk.nodes.contains_key(p);
     let mut found = BTreeSet::new();
     for path in walk.nodes.keys() {
-        let (dir, name) = (parent_of(path), path.rsplit('/').next().unwrap_or_default());
-        let sibling = |n: &str| has(&join(dir, n));
-        match name {
-            "controller" if sibling("controller_epoch") && has(&join(dir, "brokers/ids")) => {
-                found.insert(("kafka", dir.to_owned()));
+        let spot = Spot::new(path, &listed);
+        for system in systems::all() {
+            if let Some(root) = system.recognise(&spot) {
+                found.insert((system.name(), root));
             }
-            "master" if sibling("backup-masters") && sibling("rs") => {
-                found.insert(("hbase", dir.to_owned()));
-            }
-            "ActiveStandbyElectorLock" if dir != "/" => {
-                found.insert(("hdfs", parent_of(dir).to_owned()));
-            }
-            "election" if dir.ends_with("/overseer_elect") => {
-                found.insert(("solr", parent_of(dir).to_owned()));
-            }
-            "leader" if dir != "/" && sibling("members") && sibling("initialize") => {
-                found.insert(("patroni", parent_of(dir).to_owned()));
-            }
-            "latch" if dir.ends_with("/leader") && sibling("rest_server") => {
-                found.insert(("flink", parent_of(parent_of(dir)).to_owned()));
-            }
-            "leader_election" if sibling("master_status") => {
-                found.insert(("spark", dir.to_owned()));
-            }
-            "leader_election" if sibling("replicas") && sibling("block_numbers") => {
-                let tables = parent_of(parent_of(dir));
-                if let Some(root) = tables.strip_suffix("/tables") {
-                    found.insert((
-                        "clickhouse",
-                        if root.is_empty() { "/" } else { root }.to_owned(),
-                    ));
-                }
-            }
-            _ => {}
         }
     }
     found
 }
 
 /// Nodes a recognised system writes that none of its trees watches, and
-/// that discovery must not take for generic trees: Flink's leader
-/// information (`<cluster-id>/leader/<component>`, one EPHEMERAL
-/// `connection_info` each) looks like a registry of one.
+/// that discovery must not take for generic trees.
 fn claimed(kind: &str, root: &str) -> Vec<TreePattern> {
-    let globs: &[&str] = match kind {
-        "flink" => &["/*/leader/*"],
-        _ => &[],
-    };
+    let globs = systems::find(kind).map_or(&[][..], |s| s.claimed());
     let root = if root == "/" { "" } else { root };
     globs
         .iter()
@@ -464,5 +424,42 @@ mod tests {
             ],
             "Flink's leader information is no generic group"
         );
+    }
+
+    /// Every known system, the unit tests' own included, is recognised
+    /// where a walk lists its layout, at any root, as that system alone,
+    /// and gives the trees `--system` would.
+    #[test]
+    fn every_known_system_is_recognised_at_its_layout_and_gives_its_trees() {
+        for system in crate::systems::all() {
+            for root in [system.default_root(), "/", "/deep/root"] {
+                let base = if root == "/" { "" } else { root };
+                let nodes: Vec<(String, Found)> = system
+                    .layout()
+                    .iter()
+                    .map(|p| (format!("{base}{p}"), Found::Other))
+                    .collect();
+                let w = Walk {
+                    nodes: nodes.into_iter().collect(),
+                    ..Default::default()
+                };
+                let name = system.name();
+                let found: Vec<(&str, String)> = recognise(&w).into_iter().collect();
+                assert_eq!(found, [(name, root.to_owned())], "{name} at {root}");
+                let (elections, groups) = system_trees(name, root).unwrap();
+                let expected: BTreeSet<String> = elections
+                    .iter()
+                    .map(|e| e.pattern.as_str().to_owned())
+                    .chain(groups.iter().map(|g| g.pattern.as_str().to_owned()))
+                    .collect();
+                let trees = found_trees(&w, Vec::new());
+                assert!(trees.iter().all(|(_, kind)| *kind == Some(name)), "{name}");
+                let patterns: BTreeSet<String> = trees
+                    .iter()
+                    .map(|(t, _)| t.pattern().as_str().to_owned())
+                    .collect();
+                assert_eq!(patterns, expected, "{name} at {root}");
+            }
+        }
     }
 }

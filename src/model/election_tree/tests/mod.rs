@@ -99,7 +99,7 @@ fn a_node_election_is_its_one_ephemeral_node() {
 fn epoch_regressions_and_records_are_read_from_siblings() {
     let t = Instant::now();
     let mut tree = ElectionTree::new(ElectionSpec {
-        identity: IdentityMode::Hdfs,
+        identity: IdentityMode::parse("hdfs").unwrap(),
         style: Style::Node(NodeSpec {
             name: "lock".into(),
             epoch: Some("epoch".into()),
@@ -333,7 +333,10 @@ fn owner_identities_come_from_the_rounds_and_are_never_guessed() {
 fn owner_record_names_the_candidate_whose_session_wrote_the_record() {
     let t = Instant::now();
     let mut tree = ElectionTree::new(ElectionSpec {
-        record: Some(("rest_server/connection_info".into(), IdentityMode::Flink)),
+        record: Some((
+            "rest_server/connection_info".into(),
+            IdentityMode::parse("flink").unwrap(),
+        )),
         ..ElectionSpec::from(IdentityMode::OwnerRecord)
     });
     let e = "/flink/default/leader/latch";
