@@ -118,7 +118,7 @@ max_alerts = 99
         "style = \"node\"",
         "epoch = \"/kafka/controller_epoch\"",
         "standbys = \"/kafka/brokers/ids\"",
-        "record = { path = \"/solr/overseer_elect/leader\"",
+        "[clusters.elections.record]\npath = \"/solr/overseer_elect/leader\"",
         "identity = \"json:/device/id\"",
     ] {
         assert!(printed.contains(key), "{key} missing from:\n{printed}");
@@ -212,7 +212,7 @@ fn a_kerberos_cluster_is_printed_and_loads_back_the_same() {
     let printed = round_trip(&c);
     assert!(
         printed.contains(&format!(
-            "auth = {{ scheme = \"sasl\", mechanism = \"GSSAPI\", principal = \"agent@EXAMPLE.COM\", keytab = \"{}\"",
+            "[clusters.auth]\nscheme = \"sasl\"\nmechanism = \"GSSAPI\"\nprincipal = \"agent@EXAMPLE.COM\"\nkeytab = \"{}\"",
             keytab.path().display()
         )),
         "{printed}"
