@@ -1,11 +1,11 @@
 //! Loading: the file, the environment and the command-line flags merged in
 //! that order of increasing precedence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::cluster::validate_cluster;
-use super::raw::{RawCluster, RawConfig, RawElection, RawGroup, RawSystem};
+use super::raw::{RawCluster, RawConfig, RawElection, RawGroup, RawListen, RawSystem};
 use super::{
     Config, ConfigError, DEFAULT_LISTEN_ADDRESS, DEFAULT_TELEMETRY_PATH, ENV_PREFIX, HttpLimits,
     Overrides, WebConfig,
@@ -13,61 +13,53 @@ use super::{
 
 /// Loads and validates configuration from `overrides.config_file` (if any),
 /// the `ZK_EXPORTER_*` variables in `env`, and the flags in `overrides`.
+/// The file is read by `toml` into the raw shape; the environment and the
+/// flags then set fields of that shape, each parsed as its type.
 pub fn load(
     overrides: &Overrides,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Config, ConfigError> {
-    let mut builder = config::Config::builder();
-    if let Some(path) = &overrides.config_file {
-        check_readable(path)?;
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigError::new(
-                "--config",
-                format!("cannot read configuration file {}: {e}", path.display()),
-            )
-        })?;
-        guard_top_level_keys(&text)?;
-        builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
-    }
+    let mut raw = match &overrides.config_file {
+        Some(path) => {
+            check_readable(path)?;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError::new(
+                    "--config",
+                    format!("cannot read configuration file {}: {e}", path.display()),
+                )
+            })?;
+            toml::from_str::<RawConfig>(&text).map_err(|e| {
+                ConfigError::new(
+                    "",
+                    format!(
+                        "invalid configuration in {}: {}",
+                        path.display(),
+                        toml_error(&text, &e)
+                    ),
+                )
+            })?
+        }
+        None => RawConfig::default(),
+    };
     let prefix = format!("{ENV_PREFIX}_");
-    let (env, ignored): (HashMap<String, String>, HashMap<String, String>) = env
+    let (mut env, ignored): (Vec<Variable>, Vec<Variable>) = env
         .into_iter()
         .filter(|(k, _)| k.starts_with(&prefix) && !overrides.cli_env_vars.contains(k))
         .partition(|(k, _)| ENV_KEYS.contains(&k[prefix.len()..].to_ascii_lowercase().as_str()));
     if !ignored.is_empty() {
-        let mut names: Vec<&str> = ignored.keys().map(String::as_str).collect();
+        let mut names: Vec<&str> = ignored.iter().map(|(k, _)| k.as_str()).collect();
         names.sort_unstable();
         tracing::warn!(
             variables = %names.join(", "),
             "ignoring {ENV_PREFIX}_* variables that are not configuration keys (Kubernetes service links and Docker links set such names); docs/configuration.md lists the keys"
         );
     }
-    builder = builder.add_source(
-        config::Environment::with_prefix(ENV_PREFIX)
-            .prefix_separator("_")
-            .separator("__")
-            .source(Some(env)),
-    );
-    builder = with_web_flags(builder, overrides)?;
-    let source = overrides
-        .config_file
-        .as_ref()
-        .map_or("environment".to_owned(), |p| p.display().to_string());
-    let built = builder.build().map_err(|e| {
-        ConfigError::new(
-            "",
-            format!("invalid configuration: {}", one_line(&e.to_string())),
-        )
-    })?;
-    let mut raw: RawConfig = built.try_deserialize().map_err(|e| {
-        ConfigError::new(
-            "",
-            format!(
-                "invalid configuration in {source}: {}",
-                one_line(&e.to_string())
-            ),
-        )
-    })?;
+    env.sort();
+    for (name, value) in env {
+        let key = name[prefix.len()..].to_ascii_lowercase();
+        apply_env(&mut raw, &name, &key, value)?;
+    }
+    apply_web_flags(&mut raw, overrides);
     apply_quick_start(&mut raw, overrides)?;
     let mut config = validate(raw)?;
     if let Some(enabled) = overrides.four_letter_words {
@@ -80,32 +72,69 @@ pub fn load(
     Ok(config)
 }
 
+/// An environment variable: name and value.
+type Variable = (String, String);
+
+/// Sets the field `key` (one of [`ENV_KEYS`]) names from variable `name`.
+fn apply_env(raw: &mut RawConfig, name: &str, key: &str, value: String) -> Result<(), ConfigError> {
+    let number = |value: &str| {
+        value
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| ConfigError::new(name, format!("`{value}` is not a whole number")))
+    };
+    let web = &mut raw.web;
+    match key {
+        "web__listen_address" => web.listen_address = Some(RawListen::One(value)),
+        "web__telemetry_path" => web.telemetry_path = Some(value),
+        "web__config_file" => web.config_file = Some(value.into()),
+        "web__header_timeout" => web.header_timeout = Some(value),
+        "web__idle_timeout" => web.idle_timeout = Some(value),
+        "web__write_timeout" => web.write_timeout = Some(value),
+        "web__max_connections" => web.max_connections = Some(number(&value)?),
+        "web__enable_lifecycle" => {
+            web.enable_lifecycle = Some(match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => true,
+                "false" | "0" | "no" | "off" => false,
+                _ => {
+                    return Err(ConfigError::new(
+                        name,
+                        format!("`{value}` is not true or false"),
+                    ));
+                }
+            });
+        }
+        _ => {
+            let alerting = raw.alerting.get_or_insert_default();
+            match key {
+                "alerting__resend_interval" => alerting.resend_interval = Some(value),
+                "alerting__no_master_for" => alerting.no_master_for = Some(value),
+                "alerting__session_lost_for" => alerting.session_lost_for = Some(value),
+                "alerting__generator_url" => alerting.generator_url = Some(value),
+                "alerting__runbook_url" => alerting.runbook_url = Some(value),
+                "alerting__max_alerts" => alerting.max_alerts = Some(number(&value)?),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The web flags, which override the file and the environment.
-fn with_web_flags(
-    mut builder: config::ConfigBuilder<config::builder::DefaultState>,
-    overrides: &Overrides,
-) -> Result<config::ConfigBuilder<config::builder::DefaultState>, ConfigError> {
+fn apply_web_flags(raw: &mut RawConfig, overrides: &Overrides) {
+    let web = &mut raw.web;
     if let Some(file) = &overrides.web_config_file {
-        builder = builder
-            .set_override("web.config_file", file.display().to_string())
-            .map_err(|e| ConfigError::new("--web.config.file", e.to_string()))?;
+        web.config_file = Some(file.clone());
     }
     if let Some(path) = &overrides.telemetry_path {
-        builder = builder
-            .set_override("web.telemetry_path", path.as_str())
-            .map_err(|e| ConfigError::new("--web.telemetry-path", e.to_string()))?;
+        web.telemetry_path = Some(path.clone());
     }
     if overrides.enable_lifecycle {
-        builder = builder
-            .set_override("web.enable_lifecycle", true)
-            .map_err(|e| ConfigError::new("--web.enable-lifecycle", e.to_string()))?;
+        web.enable_lifecycle = Some(true);
     }
     if !overrides.listen_address.is_empty() {
-        builder = builder
-            .set_override("web.listen_address", overrides.listen_address.clone())
-            .map_err(|e| ConfigError::new("--web.listen-address", e.to_string()))?;
+        web.listen_address = Some(RawListen::Many(overrides.listen_address.clone()));
     }
-    Ok(builder)
 }
 
 /// The variable names (after `ZK_EXPORTER_`, lower-cased) that are
@@ -133,60 +162,41 @@ pub const ENV_KEYS: &[&str] = &[
 /// The configuration in TOML `text` alone (no environment, no flags):
 /// what `--config` would give, for checks and fuzzing.
 pub fn parse_toml(text: &str) -> Result<Config, ConfigError> {
-    guard_top_level_keys(text)?;
-    let raw: RawConfig = config::Config::builder()
-        .add_source(config::File::from_str(text, config::FileFormat::Toml))
-        .build()
-        .and_then(config::Config::try_deserialize)
-        .map_err(|e| {
-            ConfigError::new(
-                "",
-                format!("invalid configuration: {}", one_line(&e.to_string())),
-            )
-        })?;
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        ConfigError::new(
+            "",
+            format!("invalid configuration: {}", toml_error(text, &e)),
+        )
+    })?;
     validate(raw)
 }
 
-/// Refuses top-level keys other than `web`, `clusters` and `alerting` before the
-/// config crate sees them: it reads `a[N]` in a top-level key as an array
-/// index and allocates N elements (found by fuzzing: an abort, not an
-/// error). A text that does not parse is left to the config crate's
-/// message.
-fn guard_top_level_keys(text: &str) -> Result<(), ConfigError> {
-    let Ok(table) = toml::from_str::<toml::Table>(text) else {
-        return Ok(());
+/// A TOML error in one line: where (line, column and the key written
+/// there; never the value, which may be a secret) and why.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let reason = e.message().trim().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return reason;
     };
-    match table
-        .keys()
-        .find(|k| !matches!(k.as_str(), "web" | "clusters" | "alerting"))
-    {
-        Some(key) => Err(ConfigError::new(
-            "",
-            format!(
-                "invalid configuration: unknown field `{}`, expected `web`, `clusters` or `alerting`",
-                key.escape_debug()
-            ),
-        )),
-        None => Ok(()),
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    let written = text.lines().nth(line - 1).unwrap_or_default();
+    let key = match written.split_once('=') {
+        Some((key, _)) => key.trim(),
+        None if written.trim_start().starts_with('[') => written.trim(),
+        None => "",
+    };
+    let looks_like_a_key = !key.is_empty()
+        && key.len() <= 100
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_-.\"'[] ".contains(c));
+    if looks_like_a_key {
+        format!("line {line}, column {column}, at `{key}`: {reason}")
+    } else {
+        format!("line {line}, column {column}: {reason}")
     }
-}
-
-/// Folds a multi-line parser message (TOML errors draw the offending line
-/// with a caret) into one line: the position, the reason, the file.
-fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty()
-                && !l.starts_with('|')
-                && !l
-                    .split_once(" |")
-                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
-        })
-        .collect::<Vec<_>>()
-        .join(": ")
-        .replace(": in ", " in ")
 }
 
 fn check_readable(path: &Path) -> Result<(), ConfigError> {
@@ -413,4 +423,39 @@ fn http_limits(web: &super::raw::RawWeb) -> Result<HttpLimits, ConfigError> {
         )?,
         max_connections,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variable the environment may set reaches its field: a key
+    /// listed but not applied would be accepted and then do nothing.
+    #[test]
+    fn every_environment_key_sets_its_field() {
+        for key in ENV_KEYS {
+            let value = if key.ends_with("max_connections") || key.ends_with("max_alerts") {
+                "7"
+            } else if key.ends_with("enable_lifecycle") {
+                "on"
+            } else {
+                "x"
+            };
+            let mut raw = RawConfig::default();
+            let before = format!("{raw:?}");
+            apply_env(&mut raw, key, key, value.to_owned()).unwrap();
+            let after = format!("{raw:?}");
+            assert_ne!(before, after, "{key} changed nothing");
+            assert!(value != "x" || after.contains("\"x\""), "{key}: {after}");
+        }
+        let mut raw = RawConfig::default();
+        let e = apply_env(
+            &mut raw,
+            "ZK_EXPORTER_WEB__ENABLE_LIFECYCLE",
+            "web__enable_lifecycle",
+            "maybe".into(),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "ZK_EXPORTER_WEB__ENABLE_LIFECYCLE");
+    }
 }

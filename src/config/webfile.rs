@@ -17,6 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
 
 mod client_auth;
+mod yaml;
 
 /// A usable web configuration.
 #[derive(Debug, Clone, Default)]
@@ -156,25 +157,8 @@ fn invalid(key: &str, message: impl Into<String>) -> Invalid {
 /// Parses the YAML text; files named in it are read relative to `dir` and
 /// appended to `files`.
 fn parse(text: &str, dir: &Path, files: &mut Vec<PathBuf>) -> Result<WebFile, Invalid> {
-    let raw: RawWebConfig = if text.trim().is_empty() {
-        RawWebConfig::default()
-    } else {
-        guard_top_level_keys(text)?;
-        config::Config::builder()
-            .add_source(config::File::from_str(text, config::FileFormat::Yaml))
-            .build()
-            .and_then(config::Config::try_deserialize)
-            .map_err(|e| {
-                let key = match &e {
-                    config::ConfigError::At { key: Some(k), .. }
-                    | config::ConfigError::Type { key: Some(k), .. } => k.clone(),
-                    _ => String::new(),
-                };
-                let text = e.to_string();
-                let message: Vec<&str> = text.lines().map(str::trim).collect();
-                invalid(&key, message.join(" "))
-            })?
-    };
+    let raw: RawWebConfig =
+        yaml::from_str(text).map_err(|(key, message)| invalid(&key, message))?;
     if raw.rate_limit.is_some() {
         return Err(invalid(
             "rate_limit",
@@ -232,45 +216,6 @@ fn parse(text: &str, dir: &Path, files: &mut Vec<PathBuf>) -> Result<WebFile, In
         config.tls = Some(Arc::new(tls_config(tls, http2, dir, files)?));
     }
     Ok(config)
-}
-
-/// Refuses top-level keys other than the four sections before the config
-/// crate sees them: it reads `a[N]` in a top-level key as an array index
-/// and allocates N elements (found by fuzzing: an abort at reload).
-fn guard_top_level_keys(text: &str) -> Result<(), Invalid> {
-    const SECTIONS: [&str; 4] = [
-        "tls_server_config",
-        "http_server_config",
-        "basic_auth_users",
-        "rate_limit",
-    ];
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| invalid("", e.to_string()))?;
-    if docs.len() > 1 {
-        return Err(invalid("", "holds more than one YAML document"));
-    }
-    let Some(yaml_rust2::Yaml::Hash(top)) = docs.first() else {
-        return match docs.first() {
-            None | Some(yaml_rust2::Yaml::Null) => Ok(()),
-            Some(_) => Err(invalid("", "is not a mapping of the web config's sections")),
-        };
-    };
-    for key in top.keys() {
-        match key.as_str() {
-            Some(k) if SECTIONS.contains(&k) => {}
-            other => {
-                return Err(invalid(
-                    "",
-                    format!(
-                        "unknown field `{}`, expected one of {}",
-                        other.map_or_else(|| format!("{key:?}"), |k| k.escape_debug().to_string()),
-                        SECTIONS.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A PEM given inline or as a file (relative to `dir`), not both.

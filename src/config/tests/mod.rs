@@ -309,8 +309,9 @@ fn credentials_file_is_read_and_trimmed() {
     assert_eq!(auth.credentials.expose(), "bob:pw");
 }
 
-/// The config crate reads `a[N]` in a top-level key or variable name as an
-/// array index and allocates N elements: such names are refused first.
+/// A name like `a[N]` in a top-level key or variable name is a name, never
+/// an array index to allocate (a configuration library once read it so):
+/// refused as an unknown key, or ignored as an unknown variable.
 #[test]
 fn index_like_names_are_refused_not_allocated() {
     let ok = "[[clusters]]\nservers = [\"127.0.0.1:1\"]\n";
