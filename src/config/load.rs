@@ -458,4 +458,18 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.key, "ZK_EXPORTER_WEB__ENABLE_LIFECYCLE");
     }
+
+    /// The configuration reference names every key the environment may
+    /// set.
+    #[test]
+    fn every_environment_key_is_in_the_configuration_reference() {
+        let docs = include_str!("../../docs/configuration.md");
+        for key in ENV_KEYS {
+            let name = key.to_ascii_uppercase();
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "docs/configuration.md does not name {name}"
+            );
+        }
+    }
 }
