@@ -208,10 +208,16 @@ pub fn degraded_reasons(clusters: &[SharedCluster]) -> Vec<String> {
             }
             // Without a session, the failure is already the session's
             // reason on the not-ready list.
-            if let Some((failure, _)) = c.kerberos.as_ref().and_then(|k| k.failing.as_ref())
+            let failing = c.kerberos.as_ref().and_then(|k| {
+                k.now()
+                    .failing
+                    .as_ref()
+                    .map(|(failure, _)| failure.message.clone())
+            });
+            if let Some(message) = failing
                 && c.session.is_connected()
             {
-                reasons.push(format!("cluster {}: {}", c.name, failure.message));
+                reasons.push(format!("cluster {}: {message}", c.name));
             }
         });
     }

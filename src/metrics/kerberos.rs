@@ -18,7 +18,7 @@ fn each(
 ) -> fmt::Result {
     for c in clusters {
         if let Some(k) = &c.kerberos {
-            f(&Labels::new("ensemble", c.name.as_str()), k)?;
+            f(&Labels::new("ensemble", c.name.as_str()), &k.now())?;
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ pub(super) fn each_probe(
 ) -> fmt::Result {
     for c in clusters {
         if let Some(p) = &c.probe {
-            f(&Labels::new("ensemble", c.name.as_str()), p)?;
+            f(&Labels::new("ensemble", c.name.as_str()), &p.now())?;
         }
     }
     Ok(())

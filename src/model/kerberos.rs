@@ -211,6 +211,40 @@ pub struct Credentials {
     pub renewals: u64,
 }
 
+/// A cluster's [`Credentials`] as one snapshot channel: the Kerberos
+/// check writes them without the cluster's lock, outputs read the latest.
+/// A reload that keeps the cluster's identity hands the same feed to the
+/// new check, so the ticket's history carries over.
+#[derive(Debug, Clone, Default)]
+pub struct KerberosFeed(std::sync::Arc<tokio::sync::watch::Sender<Credentials>>);
+
+impl KerberosFeed {
+    /// See [`Credentials::succeeded`].
+    pub fn succeeded(
+        &self,
+        expires: SystemTime,
+        unusable: Vec<Failure>,
+        now: SystemTime,
+    ) -> Vec<Failure> {
+        let mut begun = Vec::new();
+        self.0
+            .send_modify(|c| begun = c.succeeded(expires, unusable, now));
+        begun
+    }
+
+    /// See [`Credentials::failed`].
+    pub fn failed(&self, failure: Failure, now: SystemTime) -> bool {
+        let mut begins = false;
+        self.0.send_modify(|c| begins = c.failed(failure, now));
+        begins
+    }
+
+    /// The credentials now; held only while they are read (writes wait).
+    pub fn now(&self) -> tokio::sync::watch::Ref<'_, Credentials> {
+        self.0.borrow()
+    }
+}
+
 impl Credentials {
     /// A check found a ticket valid until `expires`; `unusable` are the
     /// servers whose service ticket it could not get (the others still
@@ -377,5 +411,33 @@ mod tests {
         assert!(ok(&mut c, 95, 60, vec![service()]).is_empty());
         assert_eq!(c.failing.as_ref().unwrap().1, t0 + Duration::from_secs(50));
         assert_eq!(c.errors[&Reason::UnknownService], 2);
+    }
+
+    /// The check writes through its handle and every other handle (the
+    /// scrape's, the next check's after a reload) reads the same.
+    #[test]
+    fn a_feed_is_one_set_of_credentials_for_every_handle() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let feed = KerberosFeed::default();
+        let check = feed.clone();
+        let failure = Failure {
+            reason: Reason::KdcUnreachable,
+            message: "no KDC".into(),
+        };
+        assert!(check.failed(failure.clone(), t0));
+        assert!(!check.failed(failure, t0 + Duration::from_secs(5)));
+        assert_eq!(feed.now().errors[&Reason::KdcUnreachable], 2);
+        assert!(
+            check
+                .succeeded(
+                    t0 + Duration::from_secs(600),
+                    vec![],
+                    t0 + Duration::from_secs(9)
+                )
+                .is_empty()
+        );
+        let now = feed.now();
+        assert!(now.failing.is_none());
+        assert_eq!(now.expires, Some(t0 + Duration::from_secs(600)));
     }
 }

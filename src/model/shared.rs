@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::alerting::{Reading, ReadingCache};
-use super::cluster::{ClusterState, DiscoveryStatus, OwnersCache, TreeChange};
+use super::cluster::{ClusterState, DiscoveryStatus, OwnersCache, ProbeFeed, TreeChange};
 use super::content::ContentKind;
 use super::ensemble::ServerPoll;
 use super::ghost::Round;
@@ -193,32 +193,10 @@ impl SharedCluster {
         self.write().session_ended(state, error);
     }
 
-    /// A Kerberos check found a ticket valid until `expires`; `unusable`
-    /// are the servers whose service ticket failed (reported, not fatal).
-    /// Returns the failures that begin now, to log once.
-    pub fn kerberos_succeeded(
-        &self,
-        expires: std::time::SystemTime,
-        unusable: Vec<super::kerberos::Failure>,
-        now: std::time::SystemTime,
-    ) -> Vec<super::kerberos::Failure> {
-        self.write()
-            .kerberos
-            .as_mut()
-            .map(|k| k.succeeded(expires, unusable, now))
-            .unwrap_or_default()
-    }
-
-    /// A Kerberos check failed; whether the failure begins now (log once).
-    pub fn kerberos_failed(
-        &self,
-        failure: super::kerberos::Failure,
-        now: std::time::SystemTime,
-    ) -> bool {
-        self.write()
-            .kerberos
-            .as_mut()
-            .is_some_and(|k| k.failed(failure, now))
+    /// The Kerberos check's handle on the cluster's credentials: it
+    /// writes them without this lock.
+    pub fn kerberos_feed(&self) -> Option<super::kerberos::KerberosFeed> {
+        self.read().kerberos.clone()
     }
 
     /// One request round trip of the agent's session (`op`: read,
@@ -484,31 +462,10 @@ impl SharedCluster {
 
     // --- the probe ---
 
-    /// The probe's standby took over this long after its master's
-    /// session was closed.
-    pub fn probe_failover(&self, took: Duration) {
-        let mut g = self.write();
-        g.probe
-            .get_or_insert_with(Default::default)
-            .failover
-            .observe(took.as_secs_f64());
-    }
-
-    /// The probe's standby took over this long after its master's
-    /// session was abandoned (expiry).
-    pub fn probe_expiry(&self, took: Duration) {
-        let mut g = self.write();
-        g.probe
-            .get_or_insert_with(Default::default)
-            .expiry
-            .observe(took.as_secs_f64());
-    }
-
-    pub fn probe_failed(&self) {
-        self.write()
-            .probe
-            .get_or_insert_with(Default::default)
-            .errors += 1;
+    /// The probe's handle on its figures, taken once when it starts: it
+    /// writes them without this lock.
+    pub fn probe_feed(&self) -> Option<ProbeFeed> {
+        self.read().probe.clone()
     }
 }
 

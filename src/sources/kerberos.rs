@@ -162,7 +162,7 @@ pub async fn keep(cfg: &ClusterConfig, state: &SharedCluster) {
         return std::future::pending().await;
     };
     let mut retry = Backoff::new(RETRY_START, RECHECK_MAX);
-    let expires = state.view(|c| c.kerberos.as_ref().and_then(|k| k.expires));
+    let expires = state.kerberos_feed().and_then(|k| k.now().expires);
     let mut next = expires
         .and_then(|e| e.duration_since(SystemTime::now()).ok())
         .map_or(RECHECK_MIN, |remaining| {
@@ -192,11 +192,13 @@ fn record(
     checked: Result<Checked, Failure>,
 ) -> Result<Duration, Failure> {
     let now = SystemTime::now();
-    let was_failing = state.view(|c| c.kerberos.as_ref().is_some_and(|k| k.failing.is_some()));
+    // Made with the cluster's models when its auth is Kerberos.
+    let feed = state.kerberos_feed().unwrap_or_default();
+    let was_failing = feed.now().failing.is_some();
     match checked {
         Ok(c) => {
             let unusable = !c.unusable.is_empty();
-            for f in state.kerberos_succeeded(c.expires, c.unusable, now) {
+            for f in feed.succeeded(c.expires, c.unusable, now) {
                 warn!(cluster = %cfg.name, reason = f.reason.label(), "{}", f.message);
             }
             if was_failing && !unusable {
@@ -205,7 +207,7 @@ fn record(
             Ok(c.expires.duration_since(now).unwrap_or_default())
         }
         Err(f) => {
-            if state.kerberos_failed(f.clone(), now) {
+            if feed.failed(f.clone(), now) {
                 warn!(cluster = %cfg.name, reason = f.reason.label(), "{}; retrying with backoff", f.message);
             } else {
                 debug!(cluster = %cfg.name, reason = f.reason.label(), "{}", f.message);

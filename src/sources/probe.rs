@@ -222,6 +222,11 @@ pub async fn run(
     state: SharedCluster,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // Made with the cluster's models when `[clusters.probe]` is set.
+    let Some(feed) = state.probe_feed() else {
+        warn!(cluster = %cfg.name, "the failover probe has nowhere to report; it does not run (a bug: please report it)");
+        return;
+    };
     let mut p = Probe {
         election: format!(
             "{}/{}",
@@ -246,10 +251,10 @@ pub async fn run(
             _ = shutdown.changed() => break,
         };
         match result {
-            Ok(Measured::Failover(d)) => state.probe_failover(d),
-            Ok(Measured::Expiry(d)) => state.probe_expiry(d),
+            Ok(Measured::Failover(d)) => feed.failover(d),
+            Ok(Measured::Expiry(d)) => feed.expiry(d),
             Err(e) => {
-                state.probe_failed();
+                feed.failed();
                 let message = describe(&settings.path, &e);
                 if failing.as_deref() != Some(message.as_str()) {
                     warn!(cluster = %cfg.name, "{message}");

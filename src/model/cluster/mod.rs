@@ -13,7 +13,7 @@ mod owners;
 mod probe;
 mod time;
 pub use owners::OwnersCache;
-pub use probe::ProbeStats;
+pub use probe::{ProbeFeed, ProbeStats};
 
 /// Everything known about one configured cluster.
 #[derive(Debug)]
@@ -46,9 +46,11 @@ pub struct ClusterState {
     /// (from `wchp`); `None` unless `ghost_check.watches` is on.
     pub parent_watchers: Option<BTreeMap<String, usize>>,
     /// Failover probe figures; `None` unless `[clusters.probe]` is set.
-    pub probe: Option<ProbeStats>,
+    /// The probe task writes them through its own handle, without this
+    /// state's lock.
+    pub probe: Option<ProbeFeed>,
     /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
-    pub kerberos: Option<super::kerberos::Credentials>,
+    pub kerberos: Option<super::kerberos::KerberosFeed>,
     /// Which elections the latest scrape gave series past the cap: how the
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
