@@ -15,7 +15,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     let discovering = || {
         clusters
             .iter()
-            .filter_map(|c| c.discovery.as_ref().map(|d| (*c, d)))
+            .filter_map(|c| c.discovery.as_ref().map(|d| (*c, d.now())))
     };
     family(
         enc,

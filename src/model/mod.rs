@@ -36,7 +36,9 @@ pub mod timeline;
 pub mod tree;
 pub mod web;
 
-pub use cluster::{ClusterState, DiscoveryStatus, Limits, ProbeFeed, ProbeStats, TreeChange};
+pub use cluster::{
+    ClusterState, DiscoveryFeed, DiscoveryStatus, Limits, ProbeFeed, ProbeStats, TreeChange,
+};
 pub use now::Now;
 pub use roster::Roster;
 pub use shared::{Listed, SharedCluster, WatchPlan, WatchedTree};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::alerting::{Reading, ReadingCache};
-use super::cluster::{ClusterState, DiscoveryStatus, OwnersCache, ProbeFeed, TreeChange};
+use super::cluster::{ClusterState, DiscoveryFeed, OwnersCache, ProbeFeed, TreeChange};
 use super::content::ContentKind;
 use super::ensemble::ServerPoll;
 use super::ghost::Round;
@@ -322,13 +322,14 @@ impl SharedCluster {
     /// What a discovery walk changed: discovered trees in `retired` are
     /// dropped with their series, `added` ones are appended. Returns the
     /// ids of the trees dropped (their watches go; no other tree's does).
-    pub fn trees_discovered(
-        &self,
-        retired: &[TreePattern],
-        added: Vec<Tree>,
-        status: DiscoveryStatus,
-    ) -> Vec<TreeId> {
-        self.write().trees_discovered(retired, added, status)
+    pub fn trees_discovered(&self, retired: &[TreePattern], added: Vec<Tree>) -> Vec<TreeId> {
+        self.write().trees_discovered(retired, added)
+    }
+
+    /// Discovery's handle on its walks' outcome: the session publishes it
+    /// without this lock.
+    pub fn discovery_feed(&self) -> Option<DiscoveryFeed> {
+        self.read().discovery.clone()
     }
 
     /// Every tree's id, glob, kind and source, in tree order.

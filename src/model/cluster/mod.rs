@@ -9,9 +9,11 @@ use super::content::ContentKind;
 use super::ensemble;
 use super::{carry, ghost, session, tree};
 
+mod discovery;
 mod owners;
 mod probe;
 mod time;
+pub use discovery::{DiscoveryFeed, DiscoveryStatus};
 pub use owners::OwnersCache;
 pub use probe::{ProbeFeed, ProbeStats};
 
@@ -37,8 +39,9 @@ pub struct ClusterState {
     pub dropped: BTreeMap<ContentKind, u64>,
     /// Set by the source once it has logged that the guard dropped series.
     pub dropped_reported: bool,
-    /// Outcome of the last discovery walk; `None` when discovery is off.
-    pub discovery: Option<DiscoveryStatus>,
+    /// Outcome of the last discovery walk, which the session publishes
+    /// without this state's lock; `None` when discovery is off.
+    pub discovery: Option<DiscoveryFeed>,
     /// Liveness of the sessions owning watched nodes; `None` until the
     /// ghost check's first round (or when it is off).
     pub ghost: Option<ghost::SessionTracker>,
@@ -55,17 +58,6 @@ pub struct ClusterState {
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
     pub export: super::export::ExportRecord,
-}
-
-/// What the last discovery walk found.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DiscoveryStatus {
-    pub nodes_walked: usize,
-    pub truncated: bool,
-    pub last_run: Option<std::time::SystemTime>,
-    /// Finds whose candidates did not outlive `discovery.settle`, since
-    /// the agent started: churn that was never taken for trees.
-    pub fleeting: u64,
 }
 
 /// Bounds of one cluster. Every election is watched up to a memory guard
@@ -182,19 +174,13 @@ impl ClusterState {
     }
 
     /// What a discovery walk changed: discovered trees in `retired` are
-    /// dropped with their series, `added` ones are appended; the fleeting
-    /// count of the round adds to the total. Returns the ids dropped.
+    /// dropped with their series, `added` ones are appended. Returns the
+    /// ids dropped.
     pub fn trees_discovered(
         &mut self,
         retired: &[tree::TreePattern],
         added: Vec<tree::Tree>,
-        status: DiscoveryStatus,
     ) -> Vec<tree::TreeId> {
-        let before = self.discovery.as_ref().map_or(0, |d| d.fleeting);
-        self.discovery = Some(DiscoveryStatus {
-            fleeting: before + status.fleeting,
-            ..status
-        });
         let goes = |t: &tree::Tree| {
             t.source() == tree::TreeSource::Discovered && retired.contains(t.pattern())
         };

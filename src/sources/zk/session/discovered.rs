@@ -60,7 +60,10 @@ impl Session<'_> {
     /// A retired tree's watch goes; no other tree's is touched.
     async fn adopt(&mut self, retired: &[TreePattern], added: Vec<Tree>, status: DiscoveryStatus) {
         let new: Vec<TreeId> = added.iter().map(Tree::id).collect();
-        for id in self.state.trees_discovered(retired, added, status) {
+        if let Some(feed) = self.state.discovery_feed() {
+            feed.walked(status);
+        }
+        for id in self.state.trees_discovered(retired, added) {
             self.watched.remove(&id);
         }
         for id in new {
