@@ -263,7 +263,7 @@ fn ensemble_cost() {
                     .collect(),
             })
             .collect();
-        cluster.ensemble_collected(polls);
+        cluster.ensemble_feed().collected(polls);
         apply.push(start.elapsed());
         let start = Instant::now();
         let out = exposition.render(false).unwrap();

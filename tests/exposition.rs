@@ -87,8 +87,8 @@ fn golden_cluster() -> ClusterState {
             wall: SystemTime::UNIX_EPOCH,
         },
     );
-    let mut cluster = ClusterState::new("golden".into(), vec![tree], true);
-    cluster.ensemble.as_mut().unwrap().apply(vec![
+    let cluster = ClusterState::new("golden".into(), vec![tree], true);
+    cluster.ensemble.collected(vec![
         poll_from("zk1:2181", "3.8.0/leader"),
         poll_from("zk2:2181", "3.8.0/follower"),
         poll_from("zk3:2181", "3.8.0/not-serving"),
@@ -187,9 +187,9 @@ proptest! {
 
     #[test]
     fn any_reply_renders_valid_exposition(replies in proptest::collection::vec(any_reply(), 5)) {
-        let mut cluster = ClusterState::new("fuzz\"\\\n".into(), vec![], true);
+        let cluster = ClusterState::new("fuzz\"\\\n".into(), vec![], true);
         let exchanges = fourlw::Command::DEFAULT.iter().zip(&replies).map(|(c, r)| exchange(*c, r)).collect();
-        cluster.ensemble.as_mut().unwrap().apply(vec![ServerPoll { server: "h\"o\\s\nt:1".into(), exchanges }]);
+        cluster.ensemble.collected(vec![ServerPoll { server: "h\"o\\s\nt:1".into(), exchanges }]);
         let text = render(cluster);
         let checked = promtool_check(&text);
         prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), text);
@@ -281,8 +281,8 @@ proptest! {
             .zip(&values)
             .map(|((_, key), value)| format!("{key}\t{value}\n"))
             .collect();
-        let mut cluster = ClusterState::new("c".into(), vec![], true);
-        cluster.ensemble.as_mut().unwrap().apply(vec![ServerPoll {
+        let cluster = ClusterState::new("c".into(), vec![], true);
+        cluster.ensemble.collected(vec![ServerPoll {
             server: "zk:2181".into(),
             exchanges: vec![exchange(Word::Mntr, &reply)],
         }]);

@@ -97,7 +97,7 @@ pub(super) fn assemble(
         Arc::new(Poller::new(
             cluster.name.clone(),
             fourlw.clone(),
-            state.clone(),
+            state.ensemble_feed(),
         ))
     });
     let mut tasks = Vec::new();

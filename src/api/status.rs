@@ -199,7 +199,8 @@ impl ClusterStatus {
 }
 
 fn member_rows(c: &ClusterState) -> Vec<MemberRow> {
-    let Some(e) = c.ensemble.as_ref() else {
+    let readings = c.ensemble.now();
+    let Some(e) = readings.replies.as_ref() else {
         return Vec::new();
     };
     let newest = e.servers().filter_map(|(_, h)| h.zxid()).max().unwrap_or(0);

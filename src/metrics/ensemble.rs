@@ -10,18 +10,42 @@ use super::encode::*;
 use super::{Scrape, names};
 use crate::fourlw::parse::{Conf, Role, Srvr, Wchs};
 use crate::model::ClusterState;
+use crate::model::cluster::EnsembleReadings;
 use crate::model::ensemble::{Ensemble, ServerHealth};
+
+/// One cluster's name and its ensemble's readings, taken once per scrape
+/// so that every family of it shows the same collection.
+pub(crate) struct Polled<'a> {
+    pub name: &'a str,
+    pub readings: std::sync::Arc<EnsembleReadings>,
+}
+
+impl<'a> Polled<'a> {
+    pub fn of(clusters: &[&'a ClusterState]) -> Vec<Self> {
+        clusters
+            .iter()
+            .map(|c| Polled {
+                name: &c.name,
+                readings: c.ensemble.now(),
+            })
+            .collect()
+    }
+
+    fn replies(&self) -> Option<&Ensemble> {
+        self.readings.replies.as_ref()
+    }
+}
 
 /// Calls `f` with the labels and health of every polled server.
 pub(super) fn each_server(
-    clusters: &[&ClusterState],
+    polled: &[Polled],
     mut f: impl FnMut(&Labels, &ServerHealth) -> fmt::Result,
 ) -> fmt::Result {
-    for c in clusters {
-        if let Some(ensemble) = &c.ensemble {
+    for p in polled {
+        if let Some(ensemble) = p.replies() {
             for (server, health) in ensemble.servers() {
                 f(
-                    &Labels::new("ensemble", c.name.as_str()).with("server", server),
+                    &Labels::new("ensemble", p.name).with("server", server),
                     health,
                 )?;
             }
@@ -31,14 +55,14 @@ pub(super) fn each_server(
 }
 
 pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
-    let clusters = s.clusters;
+    let polled = &s.polled;
     family(
         enc,
         names::UP,
         "1 if the server answered mntr or srvr (four-letter words) in the last collection, 0 if it refused, timed out or failed otherwise; absent while only TLS handshakes failed (nothing verified: see zookeeper_fourlw_errors_total{reason=\"tls\"}).",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 if h.unverified() {
                     return Ok(());
                 }
@@ -52,7 +76,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the server answered ruok with imok; absent when ruok is not polled.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 h.ruok()
                     .map_or(Ok(()), |ok| gauge(m, l, f64::from(u8::from(ok))))
             })
@@ -64,7 +88,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the server answered but refused clients as not currently serving requests (starting, syncing or without quorum), 0 while it serves; absent when it answered nothing.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 h.not_serving()
                     .map_or(Ok(()), |n| gauge(m, l, f64::from(u8::from(n))))
             })
@@ -76,7 +100,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "Role of the server (mntr zk_server_state or srvr Mode): 1 for the current state.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+            each_server(polled, |l, h| match h.role().filter(|_| h.up()) {
                 Some(role) => {
                     for state in Role::ALL {
                         let v = f64::from(u8::from(state == role));
@@ -94,7 +118,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the server is the ensemble leader, else 0.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| match h.role().filter(|_| h.up()) {
+            each_server(polled, |l, h| match h.role().filter(|_| h.up()) {
                 Some(role) => gauge(m, l, f64::from(u8::from(role == Role::Leader))),
                 None => Ok(()),
             })
@@ -106,7 +130,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "ZooKeeper version of the server; always 1.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 h.version()
                     .map_or(Ok(()), |v| gauge(m, &l.with("version", v), 1.0))
             })
@@ -132,7 +156,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     ];
     for (name, help, value) in srvr {
         family(enc, name, help, MetricType::Gauge, |m| {
-            each_server(clusters, |l, h| match h.srvr().and_then(value) {
+            each_server(polled, |l, h| match h.srvr().and_then(value) {
                 Some(v) => gauge(m, l, v as f64),
                 None => Ok(()),
             })
@@ -144,7 +168,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "1 if the server is in read-only mode (isro answered ro), 0 for rw; absent when it cannot say.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 h.read_only()
                     .map_or(Ok(()), |ro| gauge(m, l, f64::from(u8::from(ro))))
             })
@@ -170,7 +194,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     ];
     for (name, help, value) in conf {
         family(enc, name, help, MetricType::Gauge, |m| {
-            each_server(clusters, |l, h| match h.conf().and_then(value) {
+            each_server(polled, |l, h| match h.conf().and_then(value) {
                 Some(ms) => gauge(m, l, ms / 1000.0),
                 None => Ok(()),
             })
@@ -182,7 +206,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         "The server's id (serverId from conf); always 1.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| match h.conf().and_then(Conf::server_id) {
+            each_server(polled, |l, h| match h.conf().and_then(Conf::server_id) {
                 Some(id) => gauge(m, &l.with("server_id", id), 1.0),
                 None => Ok(()),
             })
@@ -192,7 +216,7 @@ pub(super) fn encode_ensembles(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
 
 /// Families of the opt-in commands: wchs, cons and envi.
 pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
-    let clusters = s.clusters;
+    let polled = &s.polled;
     type WchsValue = fn(&Wchs) -> u64;
     let wchs: [(&str, &str, WchsValue); 3] = [
         (
@@ -211,7 +235,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
     ];
     for (name, help, value) in wchs {
         family(enc, name, help, MetricType::Gauge, |m| {
-            each_server(clusters, |l, h| match h.wchs() {
+            each_server(polled, |l, h| match h.wchs() {
                 Some(w) => gauge(m, l, value(w) as f64),
                 None => Ok(()),
             })
@@ -223,7 +247,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
         "Client connections listed by cons.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 h.cons().map_or(Ok(()), |c| gauge(m, l, c.len() as f64))
             })
         },
@@ -234,7 +258,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
         "Java runtime of the server, from envi; always 1.",
         MetricType::Gauge,
         |m| {
-            each_server(clusters, |l, h| match h.envi() {
+            each_server(polled, |l, h| match h.envi() {
                 Some(env) => {
                     let get = |k: &str| env.get(k).map_or("", String::as_str);
                     gauge(
@@ -251,7 +275,7 @@ pub(super) fn encode_optional_commands(enc: &mut DescriptorEncoder, s: &Scrape) 
 }
 
 pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
-    let clusters = s.clusters;
+    let polled = &s.polled;
     type Total = fn(&Ensemble) -> Option<f64>;
     let totals: [(&str, &str, Total); 5] = [
         (
@@ -282,9 +306,9 @@ pub(super) fn encode_ensemble_totals(enc: &mut DescriptorEncoder, s: &Scrape) ->
     ];
     for (name, help, value) in totals {
         family(enc, name, help, MetricType::Gauge, |m| {
-            for c in clusters {
-                if let Some(v) = c.ensemble.as_ref().and_then(value) {
-                    gauge(m, &Labels::new("ensemble", c.name.as_str()), v)?;
+            for p in polled {
+                if let Some(v) = p.replies().and_then(value) {
+                    gauge(m, &Labels::new("ensemble", p.name), v)?;
                 }
             }
             Ok(())

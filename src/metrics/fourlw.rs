@@ -6,19 +6,18 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
 use super::encode::*;
-use super::ensemble::each_server;
+use super::ensemble::{Polled, each_server};
 use super::{Scrape, names};
 use crate::fourlw::Failure;
-use crate::model::ClusterState;
 use crate::model::ensemble::Exchange;
 
 /// Calls `f` with the labels (with `command`) and the last exchange of
 /// every command of every polled server.
 fn each_exchange(
-    clusters: &[&ClusterState],
+    polled: &[Polled],
     mut f: impl FnMut(&Labels, &Exchange) -> fmt::Result,
 ) -> fmt::Result {
-    each_server(clusters, |l, h| {
+    each_server(polled, |l, h| {
         h.last
             .iter()
             .try_for_each(|(command, e)| f(&l.with("command", command.name()), e))
@@ -26,14 +25,14 @@ fn each_exchange(
 }
 
 pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
-    let clusters = s.clusters;
+    let polled = &s.polled;
     family(
         enc,
         names::FOURLW_UP,
         "1 if the command got a usable reply in the last collection.",
         MetricType::Gauge,
         |m| {
-            each_exchange(clusters, |l, e| {
+            each_exchange(polled, |l, e| {
                 gauge(m, l, f64::from(u8::from(e.result.is_ok())))
             })
         },
@@ -43,7 +42,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
         names::FOURLW_DURATION_SECONDS,
         "Duration of the command's last exchange (connect, write, read), bounded by the timeout.",
         MetricType::Gauge,
-        |m| each_exchange(clusters, |l, e| gauge(m, l, e.duration.as_secs_f64())),
+        |m| each_exchange(polled, |l, e| gauge(m, l, e.duration.as_secs_f64())),
     )?;
     family(
         enc,
@@ -51,7 +50,7 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
         "Failed exchanges by reason: timeout, connect, not_allowed (whitelist), not_serving (no quorum), parse, tls (handshake failed: untrusted or misnamed certificate, client certificate refused).",
         MetricType::Counter,
         |m| {
-            each_server(clusters, |l, h| {
+            each_server(polled, |l, h| {
                 for command in h.last.keys() {
                     for reason in Failure::ALL {
                         let n = h.errors.get(&(*command, reason)).copied().unwrap_or(0);
@@ -72,6 +71,6 @@ pub(super) fn encode_fourlw_health(enc: &mut DescriptorEncoder, s: &Scrape) -> f
         names::FOURLW_SKIPPED_LINES,
         "Lines of mntr replies skipped because their key or value cannot be exported (labels, odd characters).",
         MetricType::Counter,
-        |m| each_server(clusters, |l, h| counter(m, l, h.skipped_lines)),
+        |m| each_server(polled, |l, h| counter(m, l, h.skipped_lines)),
     )
 }

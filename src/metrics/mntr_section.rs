@@ -15,9 +15,9 @@ use std::fmt;
 use super::encode::*;
 use std::sync::Arc;
 
+use super::ensemble::Polled;
 use super::mntr::{Kind, Mapped, Summary, Typings};
 use super::names;
-use crate::model::ClusterState;
 
 /// `ensemble` and `server` labels of one polled server.
 type ServerLabels<'a> = Labels<'a>;
@@ -112,21 +112,21 @@ impl Layout {
 /// anew only when a reply's key set, server or cluster changed.
 pub(super) fn encode_mntr_section(
     out: &mut String,
-    clusters: &[&ClusterState],
+    polled: &[Polled],
     openmetrics: bool,
     typings: &mut Typings,
     layout: &mut Layout,
 ) -> fmt::Result {
     let mut mapped: Vec<Typed> = Vec::new();
     let mut values: Vec<&[f64]> = Vec::new();
-    for c in clusters {
-        let Some(e) = c.ensemble.as_ref() else {
+    for p in polled {
+        let Some(e) = p.readings.replies.as_ref() else {
             continue;
         };
         for (server, h) in e.servers() {
             if let Some(m) = h.mntr() {
                 mapped.push(Typed {
-                    cluster: &c.name,
+                    cluster: p.name,
                     server,
                     typing: typings.of(m),
                 });
@@ -270,7 +270,8 @@ fn encode_dropped(out: &mut Layout, mapped: &[Typed]) -> fmt::Result {
 mod tests {
     use super::*;
     use crate::fourlw::{Command, interpret};
-    use crate::model::ensemble::{Ensemble, Exchange, ServerPoll};
+    use crate::model::ClusterState;
+    use crate::model::ensemble::{Exchange, ServerPoll};
     use proptest::prelude::*;
     use std::time::Duration;
 
@@ -298,9 +299,8 @@ mod tests {
     }
 
     fn cluster(servers: &[(&str, String)]) -> ClusterState {
-        let mut c = ClusterState::new("c\"1".into(), vec![], true);
-        let mut e = Ensemble::default();
-        e.apply(
+        let c = ClusterState::new("c\"1".into(), vec![], true);
+        c.ensemble.collected(
             servers
                 .iter()
                 .map(|(server, reply)| ServerPoll {
@@ -313,13 +313,13 @@ mod tests {
                 })
                 .collect(),
         );
-        c.ensemble = Some(e);
         c
     }
 
     fn section(c: &ClusterState, typings: &mut Typings, layout: &mut Layout, om: bool) -> String {
         let mut out = String::new();
-        encode_mntr_section(&mut out, &[c], om, typings, layout).unwrap();
+        let polled = Polled::of(&[c]);
+        encode_mntr_section(&mut out, &polled, om, typings, layout).unwrap();
         out
     }
 

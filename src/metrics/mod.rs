@@ -286,13 +286,11 @@ impl Exposition {
         drop(rest);
         let guards: Vec<_> = roster.iter().map(|c| c.read()).collect();
         let clusters: Vec<&ClusterState> = guards.iter().map(|g| &**g).collect();
+        let polled = ensemble::Polled::of(&clusters);
         let generations: Vec<(usize, u64)> = roster
             .iter()
-            .zip(&clusters)
-            .map(|(shared, c)| {
-                let generation = c.ensemble.as_ref().map_or(0, |e| e.generation());
-                (shared.identity(), generation)
-            })
+            .zip(&polled)
+            .map(|(shared, p)| (shared.identity(), p.readings.generation()))
             .collect();
         let mut cache = self.mntr_cache.lock().unwrap_or_else(|p| p.into_inner());
         let slot = &mut cache[usize::from(openmetrics)];
@@ -304,7 +302,7 @@ impl Exposition {
                 let mut layouts = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
                 encode_mntr_section(
                     &mut text,
-                    &clusters,
+                    &polled,
                     openmetrics,
                     &mut typings,
                     &mut layouts[usize::from(openmetrics)],
@@ -314,6 +312,7 @@ impl Exposition {
             }
         }
         drop(cache);
+        drop(polled);
         drop(clusters);
         drop(guards);
         if openmetrics {
@@ -333,6 +332,8 @@ pub(crate) struct Scrape<'a> {
     pub clusters: &'a [&'a ClusterState],
     pub now: Instant,
     pub surveys: Vec<Survey<'a>>,
+    /// Each cluster's ensemble readings, one snapshot for every family.
+    pub polled: Vec<ensemble::Polled<'a>>,
 }
 
 impl<'a> Scrape<'a> {
@@ -348,6 +349,7 @@ impl<'a> Scrape<'a> {
                     survey
                 })
                 .collect(),
+            polled: ensemble::Polled::of(clusters),
         }
     }
 }

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::cluster::ClusterState;
-use super::ensemble::ServerPoll;
 use super::ghost::{Liveness, Round, SessionTracker};
 use super::timeline::{Master, What};
 
@@ -46,21 +45,16 @@ impl ClusterState {
         out
     }
 
-    /// A ghost-check round: its replies join the ensemble's, and the
-    /// session tracker judges what they show about `owners` (the owners
-    /// when the round began). `watchers`, when `wchp` was asked, are the
-    /// sessions watching each path.
+    /// A ghost-check round: the session tracker judges what it shows
+    /// about `owners` (the owners when the round began). `watchers`, when
+    /// `wchp` was asked, are the sessions watching each path.
     pub fn ghost_round(
         &mut self,
-        polls: Vec<ServerPoll>,
         round: Round<'_>,
         owners: Vec<i64>,
         watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
     ) {
         let at = round.finished.wall;
-        self.ensemble
-            .get_or_insert_with(Default::default)
-            .merge(polls);
         // Which masters are ghosts changes only with which owners are:
         // while that set stays, no flag is raised or cleared, and the two
         // walks over every election are spared.

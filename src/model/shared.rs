@@ -12,9 +12,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::alerting::{Reading, ReadingCache};
-use super::cluster::{ClusterState, DiscoveryFeed, OwnersCache, ProbeFeed, TreeChange};
+use super::cluster::{
+    ClusterState, DiscoveryFeed, EnsembleFeed, OwnersCache, ProbeFeed, TreeChange,
+};
 use super::content::ContentKind;
-use super::ensemble::ServerPoll;
 use super::ghost::Round;
 use super::now::Now;
 use super::session::SessionState;
@@ -348,42 +349,23 @@ impl SharedCluster {
 
     // --- the ensemble ---
 
-    pub fn members_published(&self, addresses: Vec<String>, size: Option<usize>) {
-        self.write().members_published(addresses, size);
+    /// The handle on the ensemble's readings, taken once by each source
+    /// that writes them (the poller, the ghost check, the session): they
+    /// write without this lock.
+    pub fn ensemble_feed(&self) -> EnsembleFeed {
+        self.read().ensemble.clone()
     }
 
-    /// Configured servers plus members published in `/zookeeper/config`.
-    pub fn servers_to_poll(&self, configured: &[String]) -> Vec<String> {
-        self.read().servers_to_poll(configured)
-    }
-
-    /// Servers in `/zookeeper/config` (see [`ClusterState::ensemble_size`]).
-    pub fn ensemble_size(&self) -> Option<usize> {
-        self.read().ensemble_size
-    }
-
-    /// A scrape's collection of four-letter words: replaces every polled
-    /// command's reply.
-    pub fn ensemble_collected(&self, polls: Vec<ServerPoll>) {
-        self.write()
-            .ensemble
-            .get_or_insert_with(Default::default)
-            .apply(polls);
-    }
-
-    /// A ghost-check round: its replies join the ensemble's, and the
-    /// session tracker judges what they show about `owners` (the owners
-    /// when the round began).
-    /// `watchers`, when `wchp` was asked, are the sessions watching each
-    /// path.
+    /// A ghost-check round: the session tracker judges what it shows
+    /// about `owners` (the owners when the round began). `watchers`, when
+    /// `wchp` was asked, are the sessions watching each path.
     pub fn ghost_round(
         &self,
-        polls: Vec<ServerPoll>,
         round: Round<'_>,
         owners: Vec<i64>,
         watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
     ) {
-        self.write().ghost_round(polls, round, owners, watchers);
+        self.write().ghost_round(round, owners, watchers);
     }
 
     /// The timeline entries numbered after what `after` says of the

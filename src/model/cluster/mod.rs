@@ -6,14 +6,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::content::ContentKind;
-use super::ensemble;
 use super::{carry, ghost, session, tree};
 
 mod discovery;
+mod ensemble;
 mod owners;
 mod probe;
 mod time;
 pub use discovery::{DiscoveryFeed, DiscoveryStatus};
+pub use ensemble::{EnsembleFeed, EnsembleReadings};
 pub use owners::OwnersCache;
 pub use probe::{ProbeFeed, ProbeStats};
 
@@ -25,14 +26,9 @@ pub struct ClusterState {
     pub timeline: super::timeline::Timeline,
     pub session: session::Session,
     pub trees: Vec<tree::Tree>,
-    /// Four-letter-word view of the members; `None` when polling is off.
-    pub ensemble: Option<ensemble::Ensemble>,
-    /// Client addresses the ensemble publishes in `/zookeeper/config`.
-    pub members: Vec<String>,
-    /// Servers listed in `/zookeeper/config` (0 for a standalone server);
-    /// `None` where it cannot be read (3.4). Whether the members polled
-    /// cover the ensemble, so that a session none lists is disconnected.
-    pub ensemble_size: Option<usize>,
+    /// What the members said and who they are, which the poller, the
+    /// ghost check and the session publish without this state's lock.
+    pub ensemble: EnsembleFeed,
     /// Cardinality guard: most elections and groups exported.
     pub limits: Limits,
     /// Elections and groups declined by the guard, by kind.
@@ -121,9 +117,7 @@ impl ClusterState {
             name,
             session: session::Session::default(),
             trees,
-            ensemble: four_letter_words.then(ensemble::Ensemble::default),
-            members: Vec::new(),
-            ensemble_size: None,
+            ensemble: EnsembleFeed::new(four_letter_words),
             limits: Limits::default(),
             dropped: BTreeMap::new(),
             dropped_reported: false,
@@ -148,9 +142,7 @@ impl ClusterState {
         if self.kerberos.is_some() {
             self.kerberos = old.kerberos.or(self.kerberos.take());
         }
-        if let (Some(new), Some(earlier)) = (&mut self.ensemble, &old.ensemble) {
-            new.follow(earlier.generation());
-        }
+        self.ensemble.follow(&old.ensemble);
     }
 
     /// A reload changed only the cluster's trees: the session stays and
@@ -521,25 +513,6 @@ impl ClusterState {
         if error.is_some() || healthy {
             self.session.last_error = error;
         }
-    }
-
-    /// What `/zookeeper/config` lists: client addresses, and how many
-    /// servers there are (`None` where it cannot be read).
-    pub fn members_published(&mut self, addresses: Vec<String>, size: Option<usize>) {
-        self.members = addresses;
-        self.ensemble_size = size;
-    }
-
-    /// The servers whose four-letter words to ask: `configured`, then the
-    /// published members not among them.
-    pub fn servers_to_poll(&self, configured: &[String]) -> Vec<String> {
-        let mut servers = configured.to_vec();
-        for m in &self.members {
-            if !servers.contains(m) {
-                servers.push(m.clone());
-            }
-        }
-        servers
     }
 
     /// `wchp` showed the sessions watching each path: count, per election

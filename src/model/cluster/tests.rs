@@ -432,7 +432,7 @@ proptest::proptest! {
                         dumped: false,
                     };
                     let owners = c.owners();
-                    c.ghost_round(Vec::new(), round, owners, None);
+                    c.ghost_round(round, owners, None);
                 }
             }
             let mono = at(secs).mono;

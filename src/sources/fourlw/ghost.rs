@@ -224,8 +224,10 @@ pub async fn poll_once(
     cache: &mut OwnersCache,
 ) -> Vec<i64> {
     let started = Instant::now();
-    let servers = state.servers_to_poll(&d.servers);
-    let (owners, ensemble_size) = (state.distinct_owners(cache), state.ensemble_size());
+    let ensemble = state.ensemble_feed();
+    let readings = ensemble.now();
+    let servers = readings.servers_to_poll(&d.servers);
+    let owners = state.distinct_owners(cache);
     let dump = state.wants_expiries();
     let polls: Vec<ServerPoll> =
         join_all(servers.iter().map(|server| ask_member(d, server, dump))).await;
@@ -238,12 +240,13 @@ pub async fn poll_once(
     let round = Round {
         started,
         finished: Now::current(),
-        complete: round_complete(servers.len(), seen.answered_cons, ensemble_size),
+        complete: round_complete(servers.len(), seen.answered_cons, readings.size),
         connections: &seen.connections,
         expiries: &seen.expiries,
         dumped: dump,
     };
-    state.ghost_round(polls, round, owners.clone(), seen.watchers);
+    ensemble.merged(polls);
+    state.ghost_round(round, owners.clone(), seen.watchers);
     owners
 }
 

@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::admin;
 use crate::config::FourLetterWordsConfig;
 use crate::fourlw::{Command, Failure, Reply};
-use crate::model::SharedCluster;
+use crate::model::cluster::EnsembleFeed;
 use crate::model::ensemble::{Exchange, ServerPoll};
 
 /// The poller of one cluster.
@@ -21,7 +21,8 @@ use crate::model::ensemble::{Exchange, ServerPoll};
 pub struct Poller {
     cluster: String,
     config: FourLetterWordsConfig,
-    state: SharedCluster,
+    /// Where its collections go.
+    ensemble: EnsembleFeed,
     /// When the last collection finished. Held across a collection, so a
     /// scrape arriving meanwhile waits for it and then reuses its result.
     finished: tokio::sync::Mutex<Option<Instant>>,
@@ -46,11 +47,11 @@ fn is_static(command: Command) -> bool {
 }
 
 impl Poller {
-    pub fn new(cluster: String, config: FourLetterWordsConfig, state: SharedCluster) -> Self {
+    pub fn new(cluster: String, config: FourLetterWordsConfig, ensemble: EnsembleFeed) -> Self {
         Self {
             cluster,
             config,
-            state,
+            ensemble,
             finished: tokio::sync::Mutex::new(None),
             refused: Mutex::default(),
             was_up: Mutex::default(),
@@ -70,10 +71,10 @@ impl Poller {
                 return;
             }
         }
-        let servers = self.state.servers_to_poll(&self.config.servers);
+        let servers = self.ensemble.now().servers_to_poll(&self.config.servers);
         let polls: Vec<ServerPoll> = join_all(servers.iter().map(|s| self.poll_server(s))).await;
         self.log_changes(&polls);
-        self.state.ensemble_collected(polls);
+        self.ensemble.collected(polls);
         *finished = Some(Instant::now());
     }
 

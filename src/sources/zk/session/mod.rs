@@ -381,11 +381,15 @@ impl<'a> Session<'a> {
                 } else {
                     all.into_iter().filter_map(|m| m.client_address).collect()
                 };
-                self.state.members_published(addresses, Some(size));
+                self.state
+                    .ensemble_feed()
+                    .members_published(addresses, Some(size));
             }
             Err(e) => {
                 debug!(cluster = %self.cfg.name, "no /zookeeper/config ({e})");
-                self.state.members_published(Vec::new(), None);
+                self.state
+                    .ensemble_feed()
+                    .members_published(Vec::new(), None);
             }
         }
     }
