@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use zk_election_exporter::metrics;
 use zk_election_exporter::model::Now;
 use zk_election_exporter::model::candidate::IdentityMode;
+use zk_election_exporter::model::cluster::{Limits, Setup};
 use zk_election_exporter::model::tree::{ChildNode, Tree, TreePattern};
 use zk_election_exporter::model::{ClusterState, SharedCluster};
 
@@ -50,8 +51,9 @@ fn main() {
     }
 }
 
-/// One cluster of `elections` bots x 3 candidates, as listed.
-fn bots(elections: usize) -> ClusterState {
+/// One cluster of `elections` bots x 3 candidates, as listed, with
+/// per-election series for at most `cap` of them.
+fn bots(elections: usize, cap: usize) -> ClusterState {
     let mut tree = Tree::elections(
         TreePattern::parse("/wechat/bots/*").unwrap(),
         IdentityMode::Data,
@@ -70,15 +72,19 @@ fn bots(elections: usize) -> ClusterState {
         })
         .collect();
     tree.apply_listing(listing, Now::current());
-    ClusterState::new("bench".into(), vec![tree], false)
+    ClusterState::new("bench".into(), vec![tree], false).set_up(Setup {
+        limits: Limits {
+            max_elections: cap,
+            max_tracked_elections: elections,
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
 }
 
 /// Renders `elections` x 3 candidates with `max_elections = cap`.
 fn scaled(elections: usize, cap: usize, formats: &[bool]) {
-    let mut state = bots(elections);
-    state.limits.max_elections = cap;
-    state.limits.max_tracked_elections = elections;
-    let cluster = SharedCluster::new(state);
+    let cluster = SharedCluster::new(bots(elections, cap));
     let exposition = metrics::Exposition::new(vec![cluster]);
     let runs = if elections > 50_000 { 11 } else { 31 };
     for &openmetrics in formats {
@@ -120,10 +126,7 @@ fn scaled(elections: usize, cap: usize, formats: &[bool]) {
 /// whole, alternately; with each, how long a writer (the watch applying
 /// an event) that came 20 ms into the render waited for its read locks.
 fn zipped(elections: usize) {
-    let mut state = bots(elections);
-    state.limits.max_elections = elections;
-    state.limits.max_tracked_elections = elections;
-    let cluster = SharedCluster::new(state);
+    let cluster = SharedCluster::new(bots(elections, elections));
     let exposition = std::sync::Arc::new(metrics::Exposition::new(vec![cluster.clone()]));
     // Sizes the next bodies from this one, as in a running agent.
     let plain_len = exposition.render(false).unwrap().len();
@@ -182,28 +185,40 @@ fn zipped(elections: usize) {
 /// page is opened.
 fn status(elections: usize, cap: usize) {
     use zk_election_exporter::api::status::ClusterStatus;
-    use zk_election_exporter::model::timeline::{Master, What};
-    let mut state = bots(elections);
-    state.limits.max_elections = cap;
-    state.limits.max_tracked_elections = elections;
+    use zk_election_exporter::model::cluster::TreeChange;
+    let mut state = bots(elections, cap);
+    let id = state.trees()[0].id();
     let wall = std::time::SystemTime::now();
-    let master = |n: usize| Master {
-        node: format!("instance_{n:010}"),
-        identity: format!("device-{n}"),
-        owner: 1,
-    };
+    // Each switch deletes an election's master and adds a candidate after
+    // the other two, as an instance restarting would.
+    let mut next = std::collections::HashMap::new();
     for k in 0..10_000 {
-        state.timeline.push(
-            wall - Duration::from_millis(300 * (10_000 - k as u64)),
-            format!("/wechat/bots/bot_{:06}", k * 7 % elections),
-            What::Switch {
-                from: Some(master(0)),
-                to: master(1),
-                cause: None,
-                masterless: None,
-            },
-        );
+        let i = k * 7 % elections;
+        let parent = format!("/wechat/bots/bot_{i:06}");
+        let n = next.entry(i).or_insert(3);
+        let at = Now {
+            mono: Instant::now(),
+            wall: wall - Duration::from_millis(300 * (10_000 - k as u64)),
+        };
+        let name = |n: usize| format!("instance_{n:010}");
+        let change = TreeChange::ChildDeleted {
+            parent: parent.clone(),
+            name: name(*n - 3),
+        };
+        state.apply(id, change, at);
+        let child = ChildNode {
+            name: name(*n),
+            data: format!("device-{i}-{n}").into_bytes(),
+            ephemeral_owner: 1,
+            ctime_ms: 1_700_000_000_000,
+        };
+        state.apply(id, TreeChange::ChildUpserted { parent, child }, at);
+        *n += 1;
     }
+    assert!(
+        state.timeline().last_seq() >= 10_000,
+        "every deletion is a switch"
+    );
     let mut times = Vec::new();
     let mut rows = 0;
     for _ in 0..11 {

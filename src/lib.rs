@@ -40,7 +40,7 @@
 //! ghost-check rounds or a record in [`model::outer_record`]), and a tree's
 //! content is one [`model::content::TreeContent`] (elections, groups,
 //! locks); [`model::ghost`] judges owner sessions from evidence and
-//! [`model::ghost_flags`] turns its rounds into ghost flags;
+//! `model::cluster::ghost_flags` turns its rounds into ghost flags;
 //! [`model::cluster`] holds one cluster and applies the changes sources
 //! report (trees addressed by [`model::tree::TreeId`]); [`model::timeline`]
 //! keeps its events; [`model::shared`] is its locked face, whose verbs

@@ -88,7 +88,7 @@ fn golden_cluster() -> ClusterState {
         },
     );
     let cluster = ClusterState::new("golden".into(), vec![tree], true);
-    cluster.ensemble.collected(vec![
+    cluster.ensemble().collected(vec![
         poll_from("zk1:2181", "3.8.0/leader"),
         poll_from("zk2:2181", "3.8.0/follower"),
         poll_from("zk3:2181", "3.8.0/not-serving"),
@@ -189,7 +189,7 @@ proptest! {
     fn any_reply_renders_valid_exposition(replies in proptest::collection::vec(any_reply(), 5)) {
         let cluster = ClusterState::new("fuzz\"\\\n".into(), vec![], true);
         let exchanges = fourlw::Command::DEFAULT.iter().zip(&replies).map(|(c, r)| exchange(*c, r)).collect();
-        cluster.ensemble.collected(vec![ServerPoll { server: "h\"o\\s\nt:1".into(), exchanges }]);
+        cluster.ensemble().collected(vec![ServerPoll { server: "h\"o\\s\nt:1".into(), exchanges }]);
         let text = render(cluster);
         let checked = promtool_check(&text);
         prop_assert!(checked.is_ok(), "{}\n{}", checked.unwrap_err(), text);
@@ -282,7 +282,7 @@ proptest! {
             .map(|((_, key), value)| format!("{key}\t{value}\n"))
             .collect();
         let cluster = ClusterState::new("c".into(), vec![], true);
-        cluster.ensemble.collected(vec![ServerPoll {
+        cluster.ensemble().collected(vec![ServerPoll {
             server: "zk:2181".into(),
             exchanges: vec![exchange(Word::Mntr, &reply)],
         }]);

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use super::supervise::{Ends, Supervisor};
 use crate::config::ClusterConfig;
 use crate::model::carry::TreePlan;
+use crate::model::cluster::Setup;
 use crate::model::tree::Tree;
 use crate::model::{ClusterState, SharedCluster};
 use crate::sources;
@@ -55,24 +56,23 @@ pub(super) fn configured_trees(cluster: &ClusterConfig) -> Vec<Tree> {
 
 /// The models of `cluster` before anything is known.
 pub(super) fn models(cluster: &ClusterConfig) -> ClusterState {
-    let mut model = ClusterState::new(
+    let model = ClusterState::new(
         cluster.name.clone(),
         configured_trees(cluster),
         cluster.four_letter_words.enabled,
     );
-    model.limits = cluster.limits;
-    model.timeline = crate::model::timeline::Timeline::new(cluster.timeline_size);
-    model.discovery = cluster.discovery.enabled.then(Default::default);
-    model.probe = cluster.probe.is_some().then(Default::default);
-    // Known to run before its first round, so that what it has not judged
-    // yet is told apart from what it never judges.
-    model.ghost = cluster.ghost_check.enabled.then(Default::default);
-    model.kerberos = cluster
-        .auth
-        .as_ref()
-        .and_then(crate::config::Auth::kerberos)
-        .map(|_| Default::default());
-    model
+    model.set_up(Setup {
+        limits: cluster.limits,
+        timeline_size: cluster.timeline_size,
+        discovery: cluster.discovery.enabled,
+        probe: cluster.probe.is_some(),
+        ghost_check: cluster.ghost_check.enabled,
+        kerberos: cluster
+            .auth
+            .as_ref()
+            .and_then(crate::config::Auth::kerberos)
+            .is_some(),
+    })
 }
 
 /// Starts every source of `cluster` on `state` under `supervisor`; they

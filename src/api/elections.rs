@@ -64,8 +64,8 @@ pub struct Unjudged {
 impl ClusterTrees {
     pub fn of(c: &ClusterState) -> Self {
         Self {
-            cluster: c.name.clone(),
-            trees: c.trees.iter().map(|t| TreeBody::of(c, t)).collect(),
+            cluster: c.name().to_owned(),
+            trees: c.trees().iter().map(|t| TreeBody::of(c, t)).collect(),
         }
     }
 }
@@ -84,7 +84,7 @@ impl TreeBody {
         } else {
             Vec::new()
         };
-        let unjudged = match (t.as_elections(), &c.ghost) {
+        let unjudged = match (t.as_elections(), c.ghost()) {
             (Some(e), Some(tracker)) => e
                 .elections()
                 .filter_map(|(path, e)| {
@@ -201,7 +201,7 @@ impl ElectionBody {
     /// Election `path` of cluster `c`, or `None` when no tree of it
     /// watches that election.
     pub fn of(c: &ClusterState, path: &str, now: Instant) -> Option<Self> {
-        let (tree, elections, election) = c.trees.iter().find_map(|t| {
+        let (tree, elections, election) = c.trees().iter().find_map(|t| {
             let e = t.as_elections()?;
             Some((t, e, e.election(path)?))
         })?;
@@ -225,7 +225,7 @@ impl ElectionBody {
         Some(Self {
             candidate_count: c.candidates_of(elections, path, election),
             candidates,
-            cluster: c.name.clone(),
+            cluster: c.name().to_owned(),
             duplicate_identities: election.duplicate_identities(),
             election: path.to_owned(),
             exported,

@@ -95,7 +95,7 @@ pub struct LeaseStatus {
 impl LeaseStatus {
     /// The lease sources of `c`'s election sets.
     pub fn of(c: &ClusterState) -> Vec<Self> {
-        c.trees
+        c.trees()
             .iter()
             .filter_map(|t| Some((t, t.as_elections()?.lease_book()?)))
             .map(|(t, b)| LeaseStatus {
@@ -161,7 +161,7 @@ impl ClusterStatus {
         let survey = c.survey(now);
         let elections = election_rows(c, &survey.exported, now, wall);
         let locks = c
-            .trees
+            .trees()
             .iter()
             .filter_map(|t| t.as_locks())
             .flat_map(|l| l.locks())
@@ -175,31 +175,31 @@ impl ClusterStatus {
             })
             .collect();
         Self {
-            cluster: c.name.clone(),
+            cluster: c.name().to_owned(),
             elections,
             elections_shown_of: survey.exported.len(),
             elections_watched: survey.total,
             // Lock hand-overs and member churn are routine and frequent:
             // the locks table shows holders; /api/v1/events has them all.
             events: c
-                .timeline
+                .timeline()
                 .newest_first()
                 .filter(|e| matches!(e.what.class(), Class::Elections | Class::Session))
                 .take(EVENTS)
-                .map(|e| EventBody::of(&c.name, e))
+                .map(|e| EventBody::of(c.name(), e))
                 .collect(),
             leases: LeaseStatus::of(c),
             locks_held: locks,
             members: member_rows(c),
-            session: c.session.state.label(),
-            session_error: c.session.last_error.clone(),
-            session_id: c.session.id.map(session_hex),
+            session: c.session().state.label(),
+            session_error: c.session().last_error.clone(),
+            session_id: c.session().id.map(session_hex),
         }
     }
 }
 
 fn member_rows(c: &ClusterState) -> Vec<MemberRow> {
-    let readings = c.ensemble.now();
+    let readings = c.ensemble().now();
     let Some(e) = readings.replies.as_ref() else {
         return Vec::new();
     };
@@ -251,7 +251,7 @@ fn election_rows(
     let hour_ago = wall - Duration::from_secs(3600);
     let mut last_hour: HashMap<&str, usize> = HashMap::new();
     for e in c
-        .timeline
+        .timeline()
         .newest_of(Class::Elections)
         .take_while(|e| e.at >= hour_ago)
         .filter(|e| e.what.kind() == "switch")
@@ -326,10 +326,10 @@ mod tests {
             masterless: None,
         };
         let wall = at.wall;
-        c.timeline
+        c.timeline_mut()
             .push(wall - Duration::from_secs(7200), "/e/e001".into(), switch());
         for (ago, e) in [(1800, "/e/e001"), (60, "/e/e002"), (30, "/e/e001")] {
-            c.timeline
+            c.timeline_mut()
                 .push(wall - Duration::from_secs(ago), e.into(), switch());
         }
         let s = ClusterStatus::of(&c, at.mono, wall);

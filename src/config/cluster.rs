@@ -128,7 +128,10 @@ pub(super) fn validate_cluster(key: &str, mut c: RawCluster) -> Result<ClusterCo
             .map(|a| validate_auth(&format!("{key}.auth"), a))
             .transpose()?,
         tls,
-        timeline_size: c.timeline_size.unwrap_or(10_000).max(1),
+        timeline_size: c
+            .timeline_size
+            .unwrap_or(crate::model::timeline::DEFAULT_CAP)
+            .max(1),
         elections,
         groups,
         locks,

@@ -44,7 +44,7 @@ pub(super) async fn election(
         .iter()
         .filter_map(|c| {
             c.view(|c| {
-                if wanted.is_some_and(|w| *w != c.name) {
+                if wanted.is_some_and(|w| *w != c.name()) {
                     return None;
                 }
                 ElectionBody::of(c, &path, now)

@@ -78,18 +78,18 @@ pub(super) async fn events(
     let mut all: Vec<(SystemTime, EventBody)> = Vec::new();
     for c in state.clusters.now().iter() {
         c.view(|c| {
-            if cluster.is_some_and(|w| *w != c.name) {
+            if cluster.is_some_and(|w| *w != c.name()) {
                 return;
             }
             all.extend(
-                c.timeline
+                c.timeline()
                     .newest_first()
                     .skip_while(|e| until.is_some_and(|u| e.at > u))
                     .filter(|e| election.is_none_or(|p| *p == e.election))
                     .filter(|e| kinds.as_ref().is_none_or(|k| k.contains(&e.what.kind())))
                     .take_while(|e| since.is_none_or(|s| e.at >= s))
                     .take(limit + 1)
-                    .map(|e| (e.at, EventBody::of(&c.name, e))),
+                    .map(|e| (e.at, EventBody::of(c.name(), e))),
             );
         });
     }

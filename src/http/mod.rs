@@ -128,23 +128,23 @@ pub fn not_ready_reasons(clusters: &[SharedCluster]) -> Vec<String> {
     let mut reasons = Vec::new();
     for c in clusters {
         c.view(|c| {
-            if !c.session.is_connected() {
+            if !c.session().is_connected() {
                 reasons.push(format!(
                     "cluster {}: session {}{}",
-                    c.name,
-                    c.session.state.label(),
-                    c.session
+                    c.name(),
+                    c.session().state.label(),
+                    c.session()
                         .last_error
                         .as_deref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default()
                 ));
             }
-            for tree in &c.trees {
+            for tree in c.trees() {
                 if !tree.synced() {
                     reasons.push(format!(
                         "cluster {}: tree {} not synced{}",
-                        c.name,
+                        c.name(),
                         tree.pattern().as_str(),
                         tree.sync_error()
                             .map(|e| format!(": {e}"))
@@ -202,22 +202,23 @@ pub fn degraded_reasons(clusters: &[SharedCluster]) -> Vec<String> {
                 if let (Some(reason), Some(error)) = (lease.reason, &lease.error) {
                     reasons.push(format!(
                         "cluster {}: lease source of tree {} gives no reading ({reason}): {error}",
-                        c.name, lease.tree
+                        c.name(),
+                        lease.tree
                     ));
                 }
             }
             // Without a session, the failure is already the session's
             // reason on the not-ready list.
-            let failing = c.kerberos.as_ref().and_then(|k| {
+            let failing = c.kerberos().and_then(|k| {
                 k.now()
                     .failing
                     .as_ref()
                     .map(|(failure, _)| failure.message.clone())
             });
             if let Some(message) = failing
-                && c.session.is_connected()
+                && c.session().is_connected()
             {
-                reasons.push(format!("cluster {}: {message}", c.name));
+                reasons.push(format!("cluster {}: {message}", c.name()));
             }
         });
     }

@@ -15,7 +15,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
     let discovering = || {
         clusters
             .iter()
-            .filter_map(|c| c.discovery.as_ref().map(|d| (*c, d.now())))
+            .filter_map(|c| c.discovery().map(|d| (*c, d.now())))
     };
     family(
         enc,
@@ -26,7 +26,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
             for (c, _) in discovering() {
                 for kind in ContentKind::ALL {
                     let n = c
-                        .trees
+                        .trees()
                         .iter()
                         .filter(|t| {
                             t.source() != TreeSource::Configured && t.content_kind() == kind
@@ -34,7 +34,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
                         .count();
                     gauge(
                         m,
-                        &Labels::new("ensemble", c.name.as_str()).with("kind", kind.label()),
+                        &Labels::new("ensemble", c.name()).with("kind", kind.label()),
                         n as f64,
                     )?;
                 }
@@ -49,7 +49,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Gauge,
         |m| {
             for (c, d) in discovering() {
-                let cluster = c.name.as_str();
+                let cluster = c.name();
                 gauge(m, &Labels::new("ensemble", cluster), d.nodes_walked as f64)?;
             }
             Ok(())
@@ -62,7 +62,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Gauge,
         |m| {
             for (c, d) in discovering() {
-                let cluster = c.name.as_str();
+                let cluster = c.name();
                 gauge(
                     m,
                     &Labels::new("ensemble", cluster),
@@ -79,7 +79,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Counter,
         |m| {
             for (c, d) in discovering() {
-                counter(m, &Labels::new("ensemble", c.name.as_str()), d.fleeting)?;
+                counter(m, &Labels::new("ensemble", c.name()), d.fleeting)?;
             }
             Ok(())
         },
@@ -91,7 +91,7 @@ pub(super) fn encode_discovery(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::
         MetricType::Gauge,
         |m| {
             for (c, d) in discovering() {
-                let cluster = c.name.as_str();
+                let cluster = c.name();
                 if let Some(t) = d.last_run {
                     gauge(m, &Labels::new("ensemble", cluster), unix_seconds(t))?;
                 }

@@ -61,9 +61,9 @@ fn rows<'a>(s: &Scrape<'a>, labels: &mut String) -> Vec<Seen<'a>> {
                 _ => None,
             };
             let start = labels.len();
-            text::election_labels(&c.name, path, labels);
+            text::election_labels(c.name(), path, labels);
             rows.push(Seen {
-                cluster: &c.name,
+                cluster: c.name(),
                 path,
                 escaped: start..labels.len(),
                 sequential: matches!(spec.style, Style::Sequential),

@@ -25,8 +25,8 @@ impl<'a> Polled<'a> {
         clusters
             .iter()
             .map(|c| Polled {
-                name: &c.name,
-                readings: c.ensemble.now(),
+                name: c.name(),
+                readings: c.ensemble().now(),
             })
             .collect()
     }

@@ -18,10 +18,10 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
         |m| {
             for c in s.clusters {
                 for kind in ContentKind::ALL {
-                    let n = c.dropped.get(&kind).copied().unwrap_or(0);
+                    let n = c.dropped().get(&kind).copied().unwrap_or(0);
                     counter(
                         m,
-                        &Labels::new("ensemble", c.name.as_str()).with("kind", kind.label()),
+                        &Labels::new("ensemble", c.name()).with("kind", kind.label()),
                         n,
                     )?;
                 }
@@ -36,7 +36,7 @@ pub(super) fn encode_series_dropped(enc: &mut DescriptorEncoder, s: &Scrape) -> 
         MetricType::Gauge,
         |m| {
             for (c, survey) in s.clusters.iter().zip(&s.surveys) {
-                let l = Labels::new("ensemble", c.name.as_str());
+                let l = Labels::new("ensemble", c.name());
                 gauge(m, &l, survey.exported.len() as f64)?;
             }
             Ok(())
@@ -56,8 +56,8 @@ pub(super) fn encode_timeline(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         |m| {
             for c in s.clusters {
                 for class in Class::ALL {
-                    let l = Labels::new("ensemble", c.name.as_str()).with("class", class.label());
-                    gauge(m, &l, c.timeline.reach(class).0 as f64)?;
+                    let l = Labels::new("ensemble", c.name()).with("class", class.label());
+                    gauge(m, &l, c.timeline().reach(class).0 as f64)?;
                 }
             }
             Ok(())
@@ -71,13 +71,13 @@ pub(super) fn encode_timeline(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         |m| {
             for c in s.clusters {
                 for class in Class::ALL {
-                    let Some(at) = c.timeline.reach(class).1 else {
+                    let Some(at) = c.timeline().reach(class).1 else {
                         continue;
                     };
                     let secs = at
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0.0, |d| d.as_secs_f64());
-                    let l = Labels::new("ensemble", c.name.as_str()).with("class", class.label());
+                    let l = Labels::new("ensemble", c.name()).with("class", class.label());
                     gauge(m, &l, secs)?;
                 }
             }

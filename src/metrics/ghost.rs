@@ -17,7 +17,7 @@ pub(super) fn each_tracked_master(
     mut f: impl FnMut(&Labels, Liveness, &SessionTracker, i64) -> fmt::Result,
 ) -> fmt::Result {
     for (c, survey) in s.clusters.iter().zip(&s.surveys) {
-        let Some(tracker) = c.ghost.as_ref().filter(|t| t.polled()) else {
+        let Some(tracker) = c.ghost().filter(|t| t.polled()) else {
             continue;
         };
         for (_, path, e) in &survey.exported {
@@ -30,7 +30,7 @@ pub(super) fn each_tracked_master(
                 .filter(|l| !matches!(l, Liveness::Unknown(_)))
             {
                 f(
-                    &Labels::new("ensemble", c.name.as_str()).with("election", path),
+                    &Labels::new("ensemble", c.name()).with("election", path),
                     liveness,
                     tracker,
                     master.owner,
@@ -92,12 +92,11 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         MetricType::Gauge,
         |m| {
             for c in clusters {
-                if let Some(watchers) = &c.parent_watchers {
+                if let Some(watchers) = c.parent_watchers() {
                     for (election, n) in watchers {
                         gauge(
                             m,
-                            &Labels::new("ensemble", c.name.as_str())
-                                .with("election", election.as_str()),
+                            &Labels::new("ensemble", c.name()).with("election", election.as_str()),
                             *n as f64,
                         )?;
                     }
@@ -113,10 +112,10 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         MetricType::Gauge,
         |m| {
             for c in clusters {
-                let Some(tracker) = c.ghost.as_ref().filter(|t| t.polled()) else {
+                let Some(tracker) = c.ghost().filter(|t| t.polled()) else {
                     continue;
                 };
-                for tree in &c.trees {
+                for tree in c.trees() {
                     let n = tree
                         .owners()
                         .into_iter()
@@ -124,8 +123,7 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
                         .count();
                     gauge(
                         m,
-                        &Labels::new("ensemble", c.name.as_str())
-                            .with("tree", tree.pattern().as_str()),
+                        &Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str()),
                         n as f64,
                     )?;
                 }

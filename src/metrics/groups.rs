@@ -17,13 +17,13 @@ pub(super) fn each_group(
     mut f: impl FnMut(&Labels, &Tree, &GroupSpec, &Group) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        for tree in &c.trees {
+        for tree in c.trees() {
             let Some(groups) = tree.as_groups() else {
                 continue;
             };
             for (path, group) in groups.groups() {
                 f(
-                    &Labels::new("ensemble", c.name.as_str()).with("group", path),
+                    &Labels::new("ensemble", c.name()).with("group", path),
                     tree,
                     groups.spec(),
                     group,

@@ -17,8 +17,8 @@ fn each(
     mut f: impl FnMut(&Labels, &Credentials) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        if let Some(k) = &c.kerberos {
-            f(&Labels::new("ensemble", c.name.as_str()), &k.now())?;
+        if let Some(k) = c.kerberos() {
+            f(&Labels::new("ensemble", c.name()), &k.now())?;
         }
     }
     Ok(())
@@ -43,7 +43,7 @@ fn timestamp(
 pub(super) fn encode_kerberos(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     let clusters = s.clusters;
     // Only agents that use Kerberos show its families.
-    if clusters.iter().all(|c| c.kerberos.is_none()) {
+    if clusters.iter().all(|c| c.kerberos().is_none()) {
         return Ok(());
     }
     family(

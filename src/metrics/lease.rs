@@ -33,7 +33,7 @@ fn leased<'a>(s: &Scrape<'a>) -> Vec<Leased<'a>> {
                 continue;
             }
             rows.push(Leased {
-                cluster: c.name.as_str(),
+                cluster: c.name(),
                 path,
                 verdict: tree.lease_verdict(path, election),
                 row: elections.lease_row(path),
@@ -232,12 +232,11 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
         MetricType::Gauge,
         |m| {
             for (c, survey) in clusters.iter().zip(&s.surveys) {
-                for (tree, counts) in c.trees.iter().zip(&survey.leases) {
+                for (tree, counts) in c.trees().iter().zip(&survey.leases) {
                     if !book(tree).is_some_and(LeaseBook::fresh) {
                         continue;
                     }
-                    let l = Labels::new("ensemble", c.name.as_str())
-                        .with("tree", tree.pattern().as_str());
+                    let l = Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str());
                     for v in Verdict::ALL {
                         gauge(m, &l.with("state", v.label()), counts[v.index()] as f64)?;
                     }

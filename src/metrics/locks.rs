@@ -18,10 +18,10 @@ fn each_lock(
     mut f: impl FnMut(&Labels, &LockSpec, &Lock) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        for tree in c.trees.iter().filter_map(Tree::as_locks) {
+        for tree in c.trees().iter().filter_map(Tree::as_locks) {
             for (path, lock) in tree.locks() {
                 f(
-                    &Labels::new("ensemble", c.name.as_str()).with("lock", path),
+                    &Labels::new("ensemble", c.name()).with("lock", path),
                     tree.spec(),
                     lock,
                 )?;
@@ -96,10 +96,10 @@ pub(super) fn encode_locks(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
         MetricType::Histogram,
         |m| {
             for c in clusters {
-                for tree in &c.trees {
+                for tree in c.trees() {
                     if let Some(locks) = tree.as_locks() {
-                        let l = Labels::new("ensemble", c.name.as_str())
-                            .with("tree", tree.pattern().as_str());
+                        let l =
+                            Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str());
                         histogram(m, &l, locks.hold_histogram())?;
                     }
                 }

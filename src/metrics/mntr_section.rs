@@ -300,7 +300,7 @@ mod tests {
 
     fn cluster(servers: &[(&str, String)]) -> ClusterState {
         let c = ClusterState::new("c\"1".into(), vec![], true);
-        c.ensemble.collected(
+        c.ensemble().collected(
             servers
                 .iter()
                 .map(|(server, reply)| ServerPoll {

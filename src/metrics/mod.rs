@@ -176,7 +176,7 @@ impl Exposition {
     fn parents(&self) -> Option<usize> {
         self.clusters.now().iter().try_fold(0, |sum, c| {
             c.try_view(|c| {
-                c.trees
+                c.trees()
                     .iter()
                     .map(crate::model::tree::Tree::parent_count)
                     .sum::<usize>()
@@ -237,7 +237,7 @@ impl Exposition {
             registry.register_collector(Box::new(process::ProcessCollector { read }));
         }
         if let Some(stats) = &self.push {
-            let clusters = roster.iter().map(|c| c.read().name.clone()).collect();
+            let clusters = roster.iter().map(|c| c.read().name().to_owned()).collect();
             registry.register_collector(Box::new(alerting::PushCollector {
                 stats: stats.clone(),
                 clusters,

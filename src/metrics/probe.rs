@@ -15,8 +15,8 @@ pub(super) fn each_probe(
     mut f: impl FnMut(&Labels, &crate::model::ProbeStats) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        if let Some(p) = &c.probe {
-            f(&Labels::new("ensemble", c.name.as_str()), &p.now())?;
+        if let Some(p) = c.probe() {
+            f(&Labels::new("ensemble", c.name()), &p.now())?;
         }
     }
     Ok(())

@@ -20,10 +20,10 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         |m| {
             for c in clusters {
                 for s in SessionState::ALL {
-                    let v = f64::from(u8::from(c.session.state == s));
+                    let v = f64::from(u8::from(c.session().state == s));
                     gauge(
                         m,
-                        &Labels::new("ensemble", c.name.as_str()).with("state", s.label()),
+                        &Labels::new("ensemble", c.name()).with("state", s.label()),
                         v,
                     )?;
                 }
@@ -36,23 +36,23 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         (
             names::SESSION_RECONNECTS,
             "Times the agent's session reconnected after a disconnect.",
-            |c| c.session.reconnects,
+            |c| c.session().reconnects,
         ),
         (
             names::SESSION_EXPIRATIONS,
             "Times the agent's session expired (a new one is then built).",
-            |c| c.session.expirations,
+            |c| c.session().expirations,
         ),
         (
             names::SESSION_CONNECT_FAILURES,
             "Failed attempts to establish a session (servers unreachable, auth failed).",
-            |c| c.session.connect_failures,
+            |c| c.session().connect_failures,
         ),
     ];
     for (name, help, value) in counters {
         family(enc, name, help, MetricType::Counter, |m| {
             for c in clusters {
-                counter(m, &Labels::new("ensemble", c.name.as_str()), value(c))?;
+                counter(m, &Labels::new("ensemble", c.name()), value(c))?;
             }
             Ok(())
         })?;
@@ -64,12 +64,8 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         MetricType::Gauge,
         |m| {
             for c in clusters {
-                if let Some(t) = c.session.timeout {
-                    gauge(
-                        m,
-                        &Labels::new("ensemble", c.name.as_str()),
-                        t.as_secs_f64(),
-                    )?;
+                if let Some(t) = c.session().timeout {
+                    gauge(m, &Labels::new("ensemble", c.name()), t.as_secs_f64())?;
                 }
             }
             Ok(())
@@ -82,12 +78,8 @@ pub(super) fn encode_sessions(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::R
         MetricType::Histogram,
         |m| {
             for c in clusters {
-                for (op, h) in c.session.latency() {
-                    histogram(
-                        m,
-                        &Labels::new("ensemble", c.name.as_str()).with("op", op),
-                        h,
-                    )?;
+                for (op, h) in c.session().latency() {
+                    histogram(m, &Labels::new("ensemble", c.name()).with("op", op), h)?;
                 }
             }
             Ok(())

@@ -19,9 +19,9 @@ pub(super) fn each_tree(
     mut f: impl FnMut(&Labels, &Tree) -> fmt::Result,
 ) -> fmt::Result {
     for c in clusters {
-        for tree in &c.trees {
+        for tree in c.trees() {
             f(
-                &Labels::new("ensemble", c.name.as_str()).with("tree", tree.pattern().as_str()),
+                &Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str()),
                 tree,
             )?;
         }
@@ -60,7 +60,7 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
         .iter()
         .zip(&s.surveys)
         .flat_map(|(c, survey)| {
-            c.trees
+            c.trees()
                 .iter()
                 .zip(&survey.nodes)
                 .map(|(t, counted)| counted.unwrap_or_else(|| t.node_counts()))
@@ -100,12 +100,11 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
         MetricType::Gauge,
         |m| {
             for (c, survey) in clusters.iter().zip(&s.surveys) {
-                for (tree, counts) in c.trees.iter().zip(&survey.counts) {
+                for (tree, counts) in c.trees().iter().zip(&survey.counts) {
                     if tree.as_elections().is_none() {
                         continue;
                     }
-                    let l = Labels::new("ensemble", c.name.as_str())
-                        .with("tree", tree.pattern().as_str());
+                    let l = Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str());
                     for state in State::ALL {
                         gauge(
                             m,
@@ -137,12 +136,11 @@ pub(super) fn encode_trees(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Resu
         MetricType::Counter,
         |m| {
             for (c, survey) in clusters.iter().zip(&s.surveys) {
-                for (tree, lost) in c.trees.iter().zip(&survey.masterless) {
+                for (tree, lost) in c.trees().iter().zip(&survey.masterless) {
                     let Some(e) = tree.as_elections() else {
                         continue;
                     };
-                    let l = Labels::new("ensemble", c.name.as_str())
-                        .with("tree", tree.pattern().as_str());
+                    let l = Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str());
                     counter(m, &l, (*lost + e.masterless_gone()).as_secs_f64())?;
                 }
             }

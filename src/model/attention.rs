@@ -99,7 +99,7 @@ impl ClusterState {
 
     /// Whether the ghost check showed the master's session to be a ghost.
     fn ghost_master(&self, election: &Election) -> bool {
-        let (Some(tracker), Some(master)) = (self.ghost.as_ref(), election.master()) else {
+        let (Some(tracker), Some(master)) = (self.ghost(), election.master()) else {
             return false;
         };
         master.owner != 0 && tracker.liveness(master.owner).is_some_and(|l| l.is_ghost())
@@ -109,7 +109,7 @@ impl ClusterState {
     /// master's session is a ghost: no round has listed it since the agent
     /// started (or since it became master), or the rounds cannot judge it.
     pub fn ghost_unjudged(&self, election: &Election) -> bool {
-        let (Some(tracker), Some(master)) = (self.ghost.as_ref(), election.master()) else {
+        let (Some(tracker), Some(master)) = (self.ghost(), election.master()) else {
             return false;
         };
         master.owner != 0
@@ -166,7 +166,7 @@ impl ClusterState {
         let within = |t: Instant| now.saturating_duration_since(t) <= window;
         let ghost_recently = || {
             let owner = election.master().map_or(0, |m| m.owner);
-            self.ghost
+            self.ghost()
                 .as_ref()
                 .and_then(|t| t.ghost_seen(owner))
                 .is_some_and(within)
@@ -234,7 +234,7 @@ fn quotas(tiers: &[Tier], cap: usize) -> [usize; 3] {
 impl ClusterState {
     /// Elections watched, over every election tree.
     pub fn elections_watched(&self) -> usize {
-        self.trees
+        self.trees()
             .iter()
             .filter_map(|t| t.as_elections())
             .map(|e| e.parent_count())
@@ -244,50 +244,50 @@ impl ClusterState {
     /// Remembers which elections `survey` gave series, when it chose (past
     /// the cap), for [`ClusterState::has_series`].
     pub fn remember_export(&self, survey: &Survey<'_>) {
-        if survey.total <= self.limits.max_elections {
+        if survey.total <= self.limits().max_elections {
             return;
         }
         let chosen = survey.exported.iter().map(|(t, p, _)| (t.id(), *p));
-        self.export.remember(chosen);
+        self.export().remember(chosen);
     }
 
     /// Whether election `path` of tree `tree` has per-election series:
     /// always under the cap, never with a cap of 0; past the cap, whether
     /// the latest scrape gave it series, `None` before any scrape chose.
     pub fn has_series(&self, tree: TreeId, path: &str) -> Option<bool> {
-        let cap = self.limits.max_elections;
+        let cap = self.limits().max_elections;
         if cap == 0 {
             return Some(false);
         }
         if self.elections_watched() <= cap {
             return Some(true);
         }
-        self.export.chose(tree, path)
+        self.export().chose(tree, path)
     }
 
     /// Surveys every election at `now`: the per-tree state counts and
     /// which elections get series, at most `limits.max_elections`.
     pub fn survey(&self, now: Instant) -> Survey<'_> {
-        let cap = self.limits.max_elections;
-        let window = self.limits.attention_window;
+        let cap = self.limits().max_elections;
+        let window = self.limits().attention_window;
         let mut survey = Survey {
-            counts: vec![[0; State::ALL.len()]; self.trees.len()],
-            masterless: vec![std::time::Duration::ZERO; self.trees.len()],
-            leases: vec![[0; Verdict::ALL.len()]; self.trees.len()],
+            counts: vec![[0; State::ALL.len()]; self.trees().len()],
+            masterless: vec![std::time::Duration::ZERO; self.trees().len()],
+            leases: vec![[0; Verdict::ALL.len()]; self.trees().len()],
             nodes: self
-                .trees
+                .trees()
                 .iter()
                 .map(|t| t.as_elections().map(|_| NodeCounts::default()))
                 .collect(),
             ..Survey::default()
         };
         let elections = || {
-            self.trees.iter().enumerate().filter_map(|(i, t)| {
+            self.trees().iter().enumerate().filter_map(|(i, t)| {
                 t.as_elections()
                     .map(|e| e.elections().map(move |(p, el)| (i, t, e, p, el)))
             })
         };
-        let counted = self.trees.iter().enumerate().filter_map(|(i, t)| {
+        let counted = self.trees().iter().enumerate().filter_map(|(i, t)| {
             t.as_elections().map(|e| {
                 e.elections_counted()
                     .map(move |(p, el, n)| (i, t, e, p, el, n))
@@ -382,6 +382,7 @@ mod tests {
     use crate::model::Limits;
     use crate::model::Now;
     use crate::model::candidate::IdentityMode;
+    use crate::model::cluster::Setup;
     use crate::model::tree::{ChildNode, Tree, TreePattern};
     use std::time::SystemTime;
 
@@ -415,12 +416,18 @@ mod tests {
                 .collect(),
             at(t, 0),
         );
-        let mut c = ClusterState::new("c".into(), vec![tree], false);
-        c.limits = Limits {
-            max_elections: 100,
-            ..Limits::default()
-        };
-        c
+        capped(ClusterState::new("c".into(), vec![tree], false), 100)
+    }
+
+    /// `c` with per-election series for at most `cap` elections.
+    fn capped(c: ClusterState, cap: usize) -> ClusterState {
+        c.set_up(Setup {
+            limits: Limits {
+                max_elections: cap,
+                ..Limits::default()
+            },
+            ..Setup::default()
+        })
     }
 
     #[test]
@@ -435,7 +442,7 @@ mod tests {
             "path order when all are calm"
         );
         // bot_0900 loses its master; bot_0800 lost and regained one.
-        let id = c.trees[0].id();
+        let id = c.trees()[0].id();
         c.child_deleted(id, "/bots/bot_0900", "n_0000000001", at(t, 2));
         c.child_deleted(id, "/bots/bot_0800", "n_0000000001", at(t, 2));
         c.child_upserted(id, "/bots/bot_0800", child("n_0000000002", 5000), at(t, 3));
@@ -459,7 +466,7 @@ mod tests {
     fn the_lookup_answers_from_the_latest_scrapes_choice() {
         let t = Instant::now();
         let mut c = thousand(t);
-        let id = c.trees[0].id();
+        let id = c.trees()[0].id();
         assert_eq!(
             c.has_series(id, "/bots/bot_0000"),
             None,
@@ -480,9 +487,9 @@ mod tests {
         assert_eq!(c.has_series(id, "/bots/bot_0900"), Some(true));
         assert_eq!(c.has_series(id, "/bots/bot_0099"), Some(false));
         // Under the cap every election has series at every scrape.
-        c.limits.max_elections = 1000;
+        let c = capped(c, 1000);
         assert_eq!(c.has_series(id, "/bots/bot_0999"), Some(true));
-        c.limits.max_elections = 0;
+        let c = capped(c, 0);
         assert_eq!(c.has_series(id, "/bots/bot_0000"), Some(false));
     }
 
@@ -490,7 +497,7 @@ mod tests {
     fn the_surveys_node_counts_are_the_trees() {
         let t = Instant::now();
         let mut c = thousand(t);
-        let id = c.trees[0].id();
+        let id = c.trees()[0].id();
         // A child that is no candidate (persistent, no suffix) and an
         // ephemeral one, beside the candidates.
         c.child_upserted(id, "/bots/bot_0001", child("config", 0), at(t, 1));
@@ -498,7 +505,7 @@ mod tests {
         c.child_deleted(id, "/bots/bot_0003", "n_0000000001", at(t, 1));
         let s = c.survey(at(t, 2).mono);
         let walked =
-            crate::model::content::TreeContent::node_counts(c.trees[0].as_elections().unwrap());
+            crate::model::content::TreeContent::node_counts(c.trees()[0].as_elections().unwrap());
         assert_eq!(s.nodes, vec![Some(walked)]);
         assert_eq!(
             (walked.nodes, walked.ephemeral, walked.ignored),
@@ -509,11 +516,10 @@ mod tests {
     #[test]
     fn under_the_cap_every_election_is_exported() {
         let t = Instant::now();
-        let mut c = thousand(t);
-        c.limits.max_elections = 1000;
+        let c = capped(thousand(t), 1000);
         let s = c.survey(at(t, 1).mono);
         assert_eq!(s.exported.len(), 1000);
-        c.limits.max_elections = 0;
+        let c = capped(c, 0);
         assert!(c.survey(at(t, 1).mono).exported.is_empty());
     }
 

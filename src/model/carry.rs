@@ -91,14 +91,16 @@ mod tests {
             mono: Instant::now(),
             wall: SystemTime::UNIX_EPOCH,
         };
-        let a = c.trees[0].id();
+        let a = c.trees()[0].id();
         c.apply_listing(a, vec![("/a/x".into(), vec![])], now);
-        c.session.reconnects = 3;
+        for _ in 0..3 {
+            c.session_reconnected(false, true, now.wall);
+        }
         c
     }
 
     fn patterns(c: &ClusterState) -> Vec<&str> {
-        c.trees.iter().map(|t| t.pattern().as_str()).collect()
+        c.trees().iter().map(|t| t.pattern().as_str()).collect()
     }
 
     #[test]
@@ -109,15 +111,18 @@ mod tests {
         // /gone/* was configured and is no more; /new/* is configured now,
         // so its discovered twin is not carried.
         assert_eq!(patterns(&c), ["/new/*", "/a/*", "/found/*"]);
-        assert!(c.trees[1].has_parent("/a/x"), "kept its elections");
-        assert!(!c.trees[1].synced(), "stale until the new session lists it");
-        assert_eq!(c.trees[0].parent_count(), 0);
-        assert_eq!(c.session.reconnects, 3, "session counters carry on");
+        assert!(c.trees()[1].has_parent("/a/x"), "kept its elections");
+        assert!(
+            !c.trees()[1].synced(),
+            "stale until the new session lists it"
+        );
+        assert_eq!(c.trees()[0].parent_count(), 0);
+        assert_eq!(c.session().reconnects, 3, "session counters carry on");
 
         let mut c = fresh();
         c.adopt(old(), false);
         assert_eq!(
-            c.trees.len(),
+            c.trees().len(),
             2,
             "discovery changed: its finds are not carried"
         );
@@ -129,20 +134,20 @@ mod tests {
         c.retree(vec![tree("/a/*"), tree("/b/*")]);
         // Discovered trees stay (none is configured now); /gone/* goes.
         assert_eq!(patterns(&c), ["/a/*", "/b/*", "/found/*", "/new/*"]);
-        assert!(c.trees[0].has_parent("/a/x"));
-        assert_eq!(c.trees[0].id(), tree("/a/*").id(), "the same tree");
-        assert!(c.trees[0].synced(), "its session and watch stay");
-        assert_eq!(c.session.reconnects, 3);
+        assert!(c.trees()[0].has_parent("/a/x"));
+        assert_eq!(c.trees()[0].id(), tree("/a/*").id(), "the same tree");
+        assert!(c.trees()[0].synced(), "its session and watch stay");
+        assert_eq!(c.session().reconnects, 3);
     }
 
     #[test]
     fn a_rebuilt_ensemble_counts_on_from_the_old_one() {
         let old = ClusterState::new("c".into(), vec![], true);
         for _ in 0..3 {
-            old.ensemble.collected(vec![]);
+            old.ensemble().collected(vec![]);
         }
         let mut c = ClusterState::new("c".into(), vec![], true);
         c.adopt(old, true);
-        assert_eq!(c.ensemble.now().generation(), 4);
+        assert_eq!(c.ensemble().now().generation(), 4);
     }
 }

@@ -15,7 +15,6 @@ pub mod election_tree;
 pub mod ensemble;
 pub mod export;
 pub mod ghost;
-pub mod ghost_flags;
 pub mod groups;
 pub mod health;
 pub mod histogram;

@@ -90,7 +90,7 @@ impl SharedCluster {
     /// rebuilding the cluster).
     pub fn rebuild(&self, rebuild: impl FnOnce(ClusterState) -> ClusterState) {
         let mut g = self.write();
-        let placeholder = ClusterState::new(g.name.clone(), Vec::new(), false);
+        let placeholder = ClusterState::new(g.name().to_owned(), Vec::new(), false);
         let old = std::mem::replace(&mut *g, placeholder);
         *g = rebuild(old);
     }
@@ -160,15 +160,15 @@ impl SharedCluster {
     ) -> (String, Reading, bool) {
         let g = self.read();
         (
-            g.name.clone(),
+            g.name().to_owned(),
             g.alert_reading(now, flap_window, cache),
-            g.session.is_connected(),
+            g.session().is_connected(),
         )
     }
 
     /// The cluster's name.
     pub fn name(&self) -> String {
-        self.read().name.clone()
+        self.read().name().to_owned()
     }
 
     // --- the agent's own session ---
@@ -197,13 +197,13 @@ impl SharedCluster {
     /// The Kerberos check's handle on the cluster's credentials: it
     /// writes them without this lock.
     pub fn kerberos_feed(&self) -> Option<super::kerberos::KerberosFeed> {
-        self.read().kerberos.clone()
+        self.read().kerberos().cloned()
     }
 
     /// One request round trip of the agent's session (`op`: read,
     /// multi_read, write).
     pub fn request_observed(&self, op: &'static str, took: Duration) {
-        self.write().session.observe_request(op, took);
+        self.write().request_observed(op, took);
     }
 
     // --- trees ---
@@ -211,7 +211,7 @@ impl SharedCluster {
     /// Trees whose last listing failed or that went stale.
     pub fn unsynced_trees(&self) -> Vec<TreeId> {
         let g = self.read();
-        g.trees
+        g.trees()
             .iter()
             .filter(|t| !t.synced())
             .map(Tree::id)
@@ -258,13 +258,7 @@ impl SharedCluster {
     /// Watching or listing tree `id` failed with `message`; true when the
     /// message is new (log it), false when it repeats or the tree is gone.
     pub fn tree_failed(&self, id: TreeId, message: String) -> bool {
-        let mut g = self.write();
-        let Some(tree) = g.trees.iter_mut().find(|t| t.id() == id) else {
-            return false;
-        };
-        let new = tree.sync_error() != Some(message.as_str());
-        tree.sync_failed(message);
-        new
+        self.write().tree_failed(id, message)
     }
 
     /// Changes of one or more trees, applied in order under one lock.
@@ -330,13 +324,13 @@ impl SharedCluster {
     /// Discovery's handle on its walks' outcome: the session publishes it
     /// without this lock.
     pub fn discovery_feed(&self) -> Option<DiscoveryFeed> {
-        self.read().discovery.clone()
+        self.read().discovery().cloned()
     }
 
     /// Every tree's id, glob, kind and source, in tree order.
     pub fn trees_watched(&self) -> Vec<WatchedTree> {
         self.read()
-            .trees
+            .trees()
             .iter()
             .map(|t| WatchedTree {
                 id: t.id(),
@@ -353,7 +347,7 @@ impl SharedCluster {
     /// that writes them (the poller, the ghost check, the session): they
     /// write without this lock.
     pub fn ensemble_feed(&self) -> EnsembleFeed {
-        self.read().ensemble.clone()
+        self.read().ensemble().clone()
     }
 
     /// A ghost-check round: the session tracker judges what it shows
@@ -375,14 +369,14 @@ impl SharedCluster {
     /// rest the timeline task reads.
     pub fn tick(&self, now: Now, after: impl FnOnce(&str) -> u64) -> Ticked {
         let due = |g: &ClusterState, from: u64| {
-            g.timeline.last_seq() > from || g.next_tick().is_some_and(|t| t <= now.mono)
+            g.timeline().last_seq() > from || g.next_tick().is_some_and(|t| t <= now.mono)
         };
         let from = {
             let g = self.read();
-            let from = after(&g.name);
+            let from = after(g.name());
             if !due(&g, from) {
                 return Ticked {
-                    name: g.name.clone(),
+                    name: g.name().to_owned(),
                     new: Vec::new(),
                     next: g.next_tick(),
                 };
@@ -392,8 +386,8 @@ impl SharedCluster {
         let mut g = self.write_quietly();
         g.tick(now);
         Ticked {
-            name: g.name.clone(),
-            new: g.timeline.after(from).into_iter().cloned().collect(),
+            name: g.name().to_owned(),
+            new: g.timeline().after(from).into_iter().cloned().collect(),
             next: g.next_tick(),
         }
     }
@@ -430,7 +424,7 @@ impl SharedCluster {
     /// [`SessionTracker::wants_expiries`](super::ghost::SessionTracker::wants_expiries)).
     pub fn wants_expiries(&self) -> bool {
         self.read()
-            .ghost
+            .ghost()
             .as_ref()
             .is_some_and(|g| g.wants_expiries())
     }
@@ -438,7 +432,7 @@ impl SharedCluster {
     /// The shortest session timeout among `owners`, as `cons` reported.
     pub fn shortest_timeout_of(&self, owners: &[i64]) -> Option<Duration> {
         self.read()
-            .ghost
+            .ghost()
             .as_ref()?
             .shortest_timeout(owners.iter().copied())
     }
@@ -448,7 +442,7 @@ impl SharedCluster {
     /// The probe's handle on its figures, taken once when it starts: it
     /// writes them without this lock.
     pub fn probe_feed(&self) -> Option<ProbeFeed> {
-        self.read().probe.clone()
+        self.read().probe().cloned()
     }
 }
 
@@ -492,7 +486,7 @@ mod tests {
     #[test]
     fn try_view_does_not_wait_for_a_writer() {
         let c = SharedCluster::new(ClusterState::new("c".into(), vec![], true));
-        assert_eq!(c.try_view(|c| c.name.clone()), Some("c".to_owned()));
+        assert_eq!(c.try_view(|c| c.name().to_owned()), Some("c".to_owned()));
         let held = c.write();
         assert_eq!(c.try_view(|_| ()), None);
         drop(held);

@@ -222,9 +222,12 @@ pub struct Timeline {
     departed: HashMap<String, (Master, Cause, u64)>,
 }
 
+/// Entries per class a timeline keeps unless configured otherwise.
+pub const DEFAULT_CAP: usize = 10_000;
+
 impl Default for Timeline {
     fn default() -> Self {
-        Self::new(10_000)
+        Self::new(DEFAULT_CAP)
     }
 }
 

@@ -116,7 +116,7 @@ impl ClusterState {
         cache: &mut ReadingCache,
     ) -> Reading {
         let mut reading = Reading {
-            fresh: self.session.is_connected(),
+            fresh: self.session().is_connected(),
             ..Reading::default()
         };
         if !reading.fresh {
@@ -124,11 +124,11 @@ impl ClusterState {
         }
         // Stamps are never reused: a tree or tracker a reload replaced
         // cannot match a part taken of its predecessor.
-        let ghost = self.ghost.as_ref().map_or(0, |g| g.stamp());
+        let ghost = self.ghost().as_ref().map_or(0, |g| g.stamp());
         cache
             .trees
-            .retain(|id, _| self.trees.iter().any(|t| t.id() == *id));
-        for tree in &self.trees {
+            .retain(|id, _| self.trees().iter().any(|t| t.id() == *id));
+        for tree in self.trees() {
             if tree.source() == TreeSource::Discovered || tree.as_elections().is_none() {
                 continue;
             }

@@ -10,6 +10,7 @@ use super::{carry, ghost, session, tree};
 
 mod discovery;
 mod ensemble;
+mod ghost_flags;
 mod owners;
 mod probe;
 mod time;
@@ -21,39 +22,67 @@ pub use probe::{ProbeFeed, ProbeStats};
 /// Everything known about one configured cluster.
 #[derive(Debug)]
 pub struct ClusterState {
-    pub name: String,
+    name: String,
     /// The timeline of switches, masterless periods and session losses.
-    pub timeline: super::timeline::Timeline,
-    pub session: session::Session,
-    pub trees: Vec<tree::Tree>,
+    timeline: super::timeline::Timeline,
+    session: session::Session,
+    trees: Vec<tree::Tree>,
     /// What the members said and who they are, which the poller, the
     /// ghost check and the session publish without this state's lock.
-    pub ensemble: EnsembleFeed,
+    ensemble: EnsembleFeed,
     /// Cardinality guard: most elections and groups exported.
-    pub limits: Limits,
+    limits: Limits,
     /// Elections and groups declined by the guard, by kind.
-    pub dropped: BTreeMap<ContentKind, u64>,
+    dropped: BTreeMap<ContentKind, u64>,
     /// Set by the source once it has logged that the guard dropped series.
-    pub dropped_reported: bool,
+    dropped_reported: bool,
     /// Outcome of the last discovery walk, which the session publishes
     /// without this state's lock; `None` when discovery is off.
-    pub discovery: Option<DiscoveryFeed>,
+    discovery: Option<DiscoveryFeed>,
     /// Liveness of the sessions owning watched nodes; `None` until the
     /// ghost check's first round (or when it is off).
-    pub ghost: Option<ghost::SessionTracker>,
+    ghost: Option<ghost::SessionTracker>,
     /// Sessions other than the agent's watching each election node itself
     /// (from `wchp`); `None` unless `ghost_check.watches` is on.
-    pub parent_watchers: Option<BTreeMap<String, usize>>,
+    parent_watchers: Option<BTreeMap<String, usize>>,
     /// Failover probe figures; `None` unless `[clusters.probe]` is set.
     /// The probe task writes them through its own handle, without this
     /// state's lock.
-    pub probe: Option<ProbeFeed>,
+    probe: Option<ProbeFeed>,
     /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
-    pub kerberos: Option<super::kerberos::KerberosFeed>,
+    kerberos: Option<super::kerberos::KerberosFeed>,
     /// Which elections the latest scrape gave series past the cap: how the
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
-    pub export: super::export::ExportRecord,
+    export: super::export::ExportRecord,
+}
+
+/// What a cluster's configuration decides of its models (see
+/// [`ClusterState::set_up`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    pub limits: Limits,
+    /// Entries the timeline keeps.
+    pub timeline_size: usize,
+    pub discovery: bool,
+    pub probe: bool,
+    pub ghost_check: bool,
+    /// The cluster authenticates with Kerberos (GSSAPI).
+    pub kerberos: bool,
+}
+
+/// The default guard and timeline, nothing optional running.
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            timeline_size: super::timeline::DEFAULT_CAP,
+            discovery: false,
+            probe: false,
+            ghost_check: false,
+            kerberos: false,
+        }
+    }
 }
 
 /// Bounds of one cluster. Every election is watched up to a memory guard
@@ -129,6 +158,92 @@ impl ClusterState {
             kerberos: None,
             export: Default::default(),
         }
+    }
+
+    /// The cluster's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The timeline of switches, masterless periods and session losses.
+    pub fn timeline(&self) -> &super::timeline::Timeline {
+        &self.timeline
+    }
+
+    /// The agent's own session to the ensemble.
+    pub fn session(&self) -> &session::Session {
+        &self.session
+    }
+
+    /// The trees watched: those configured, then discovery's finds.
+    pub fn trees(&self) -> &[tree::Tree] {
+        &self.trees
+    }
+
+    /// Which elections the latest scrape gave series past the cap.
+    pub(super) fn export(&self) -> &super::export::ExportRecord {
+        &self.export
+    }
+
+    /// The timeline, for tests that write entries of their own.
+    #[cfg(test)]
+    pub fn timeline_mut(&mut self) -> &mut super::timeline::Timeline {
+        &mut self.timeline
+    }
+
+    /// The handle on what the members said and who they are.
+    pub fn ensemble(&self) -> &EnsembleFeed {
+        &self.ensemble
+    }
+
+    /// The cardinality guard.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Elections, groups and locks the guard declined, by kind.
+    pub fn dropped(&self) -> &BTreeMap<ContentKind, u64> {
+        &self.dropped
+    }
+
+    /// The discovery walks' outcome; `None` when discovery is off.
+    pub fn discovery(&self) -> Option<&DiscoveryFeed> {
+        self.discovery.as_ref()
+    }
+
+    /// The ghost check's view of the owner sessions; `None` when it is off.
+    pub fn ghost(&self) -> Option<&ghost::SessionTracker> {
+        self.ghost.as_ref()
+    }
+
+    /// Sessions other than the agent's watching each election node; `None`
+    /// unless the ghost check asks `wchp`.
+    pub fn parent_watchers(&self) -> Option<&BTreeMap<String, usize>> {
+        self.parent_watchers.as_ref()
+    }
+
+    /// The failover probe's figures; `None` unless the probe runs.
+    pub fn probe(&self) -> Option<&ProbeFeed> {
+        self.probe.as_ref()
+    }
+
+    /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
+    pub fn kerberos(&self) -> Option<&super::kerberos::KerberosFeed> {
+        self.kerberos.as_ref()
+    }
+
+    /// The cluster as its configuration sets it up: its guard, how long a
+    /// timeline it keeps, and which optional parts run. Those that run
+    /// start known-empty, so that what they have not judged yet is told
+    /// apart from what they never judge.
+    pub fn set_up(mut self, setup: Setup) -> Self {
+        self.limits = setup.limits;
+        self.timeline = super::timeline::Timeline::new(setup.timeline_size);
+        self.discovery = setup.discovery.then(Default::default);
+        self.probe = setup.probe.then(Default::default);
+        self.ghost = setup.ghost_check.then(Default::default);
+        self.kerberos = setup.kerberos.then(Default::default);
+        self
     }
 
     /// After a reload rebuilt this cluster (a new session): takes over from
@@ -418,6 +533,23 @@ impl ClusterState {
             }
         }
         self.take_events(now);
+    }
+
+    /// Watching or listing tree `id` failed with `message`; true when the
+    /// message is new, false when it repeats or the tree is gone.
+    pub fn tree_failed(&mut self, id: tree::TreeId, message: String) -> bool {
+        let Some(tree) = self.tree_mut(id) else {
+            return false;
+        };
+        let new = tree.sync_error() != Some(message.as_str());
+        tree.sync_failed(message);
+        new
+    }
+
+    /// One request round trip of the agent's session (`op`: read,
+    /// multi_read, write).
+    pub fn request_observed(&mut self, op: &'static str, took: Duration) {
+        self.session.observe_request(op, took);
     }
 
     /// Whether the guard dropped series and nobody was told yet; true once.

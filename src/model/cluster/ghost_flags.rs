@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::cluster::ClusterState;
-use super::ghost::{Liveness, Round, SessionTracker};
-use super::timeline::{Master, What};
+use super::ClusterState;
+use crate::model::ghost::{Liveness, Round, SessionTracker};
+use crate::model::timeline::{Master, What};
 
 impl ClusterState {
     /// [`ghost_masters`](Self::ghost_masters) when `walk`, else none (no
