@@ -5,7 +5,7 @@
 
 mod assemble;
 mod reload;
-pub mod supervise;
+pub(crate) mod supervise;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -23,6 +23,10 @@
 //!   word under a hard timeout, the [`sources::fourlw::poller`] collects every
 //!   member on scrape, and [`sources::fourlw::ghost`] runs the `cons`/`dump`
 //!   rounds of ghost-master detection.
+//! - What one source alone makes (the ensemble's readings, the probe's
+//!   figures, the Kerberos ticket, discovery's outcome) it publishes as a
+//!   snapshot through a handle taken once (a feed such as
+//!   [`model::cluster::EnsembleFeed`]), without the cluster's lock.
 //!
 //! **Vocabulary** ([`fourlw`]): the pure side of four-letter words, commands,
 //! failures and reply parsers, shared by sources and models. [`systems`]:
@@ -42,13 +46,14 @@
 //! locks); [`model::ghost`] judges owner sessions from evidence and
 //! `model::cluster::ghost_flags` turns its rounds into ghost flags;
 //! [`model::cluster`] holds one cluster and applies the changes sources
-//! report (trees addressed by [`model::tree::TreeId`]); [`model::timeline`]
+//! report (trees addressed by [`model::tree::TreeId`]; its fields are
+//! private, outputs read them through accessors); [`model::timeline`]
 //! keeps its events; [`model::shared`] is its locked face, whose verbs
 //! take the lock once each, writers' and readers' alike.
 //!
 //! **Outputs** read the models, through [`model::SharedCluster`]'s read
 //! verbs (`view`, `alert_reading`, `tick`; `/metrics` holds one read guard
-//! per cluster for a scrape): [`metrics`] renders `/metrics` at scrape
+//! and one snapshot of each feed per cluster for a scrape): [`metrics`] renders `/metrics` at scrape
 //! time, one encoder per model, every family name (`zookeeper_up`, …) in
 //! [`metrics::names`]; [`api`] holds every JSON body as a type (the API,
 //! the status page's data, the timeline's log fields, the pushed alerts);
@@ -100,7 +105,7 @@
 )]
 
 pub mod agent;
-pub mod alerting;
+pub(crate) mod alerting;
 pub mod api;
 pub mod cli;
 pub mod config;
@@ -113,12 +118,12 @@ pub mod metrics;
 pub mod model;
 pub mod os;
 pub mod panics;
-pub mod protobuf;
+pub(crate) mod protobuf;
 pub mod simulate;
 pub mod sources;
-pub mod systems;
-pub mod timeline_log;
-pub mod web_client;
+pub(crate) mod systems;
+pub(crate) mod timeline_log;
+pub(crate) mod web_client;
 
 /// Version, git revision, build date and compiler baked in at build time
 /// (build.rs), for `--version` and `zookeeper_exporter_build_info`.

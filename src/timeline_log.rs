@@ -72,7 +72,7 @@ fn log(e: &EventBody, what: &What) {
                 cluster = %e.cluster,
                 election = %e.election.as_deref().unwrap_or(""),
                 kind = %e.kind,
-                from = %e.from_identity().unwrap_or(""),
+                from = %e.previous_identity().unwrap_or(""),
                 to = %e.to_identity().unwrap_or(""),
                 cause = %e.cause_label().unwrap_or(""),
                 at = %e.at,

@@ -16,7 +16,7 @@
 //! module is its I/O: one `Delivery` per Alertmanager says when a send is
 //! due and what it owes, and the bodies are [`crate::api::alerts`]'s.
 
-pub mod client;
+pub(crate) mod client;
 mod delivery;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -138,7 +138,7 @@ impl EventBody {
     }
 
     /// The identity this entry moved away from, if it names one.
-    pub fn from_identity(&self) -> Option<&str> {
+    pub fn previous_identity(&self) -> Option<&str> {
         self.from.as_ref()?.as_ref().map(|m| m.identity.as_str())
     }
 
@@ -211,7 +211,11 @@ mod tests {
         };
         let body = EventBody::of("prod", &event("/e", switch));
         assert_eq!(
-            (body.from_identity(), body.to_identity(), body.cause_label()),
+            (
+                body.previous_identity(),
+                body.to_identity(),
+                body.cause_label()
+            ),
             (Some("a"), Some("b"), Some("session_expired"))
         );
         assert_eq!(body.masterless_seconds, Some(2.5));

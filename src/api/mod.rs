@@ -8,9 +8,9 @@
 //! bodies these replaced had (their keys were sorted): a reader diffing
 //! two versions of the agent's output sees no change.
 
-pub mod alerts;
-pub mod elections;
-pub mod events;
+pub(crate) mod alerts;
+pub(crate) mod elections;
+pub(crate) mod events;
 pub mod status;
 
 use std::time::SystemTime;

@@ -242,7 +242,7 @@ impl Row for EventBody {
             Cell::Time(self.at.clone()),
             self.election.as_ref().into(),
             text(self.kind),
-            self.from_identity().into(),
+            self.previous_identity().into(),
             self.to_identity().into(),
             self.cause_label().into(),
         ]

@@ -7,7 +7,7 @@
 //! Prometheus text format or OpenMetrics as the scraper asks.
 
 mod alerting;
-pub mod body;
+pub(crate) mod body;
 mod discovery;
 mod elections;
 mod encode;
@@ -19,9 +19,9 @@ mod groups;
 mod kerberos;
 mod lease;
 mod locks;
-pub mod mntr;
+pub(crate) mod mntr;
 mod mntr_section;
-pub mod names;
+pub(crate) mod names;
 mod probe;
 mod process;
 mod reload;

@@ -40,7 +40,7 @@ impl Kind {
 
     /// Whether the kind is judged from the lease table, whose readings
     /// come and fail apart from the session's.
-    pub fn from_lease(self) -> bool {
+    pub fn judged_from_lease(self) -> bool {
         matches!(self, Kind::SplitBrain | Kind::LeaseExpired)
     }
 
@@ -243,10 +243,6 @@ impl Book {
 
     pub fn firing(&self) -> impl Iterator<Item = (&Key, &Firing)> {
         self.firing.iter()
-    }
-
-    pub fn len(&self) -> usize {
-        self.firing.len()
     }
 
     pub fn is_empty(&self) -> bool {

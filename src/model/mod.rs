@@ -1,37 +1,37 @@
 //! Pure data models: ZooKeeper events go in, metric values come out.
 //! Nothing in here performs I/O or reads a clock; time is passed in.
 
-pub mod alerting;
-pub mod attention;
-pub mod backoff;
+pub(crate) mod alerting;
+pub(crate) mod attention;
+pub(crate) mod backoff;
 pub mod candidate;
-pub mod carry;
-pub mod changes;
-pub mod child;
+pub(crate) mod carry;
+pub(crate) mod changes;
+pub(crate) mod child;
 pub mod cluster;
-pub mod content;
-pub mod election;
+pub(crate) mod content;
+pub(crate) mod election;
 pub mod election_tree;
 pub mod ensemble;
-pub mod export;
-pub mod ghost;
-pub mod groups;
-pub mod health;
-pub mod histogram;
-pub mod kerberos;
+pub(crate) mod export;
+pub(crate) mod ghost;
+pub(crate) mod groups;
+pub(crate) mod health;
+pub(crate) mod histogram;
+pub(crate) mod kerberos;
 pub mod lease;
-pub mod locks;
-pub mod now;
-pub mod outer_record;
-pub mod pattern;
-pub mod reload;
-pub mod roster;
-pub mod session;
-pub mod shared;
+pub(crate) mod locks;
+pub(crate) mod now;
+pub(crate) mod outer_record;
+pub(crate) mod pattern;
+pub(crate) mod reload;
+pub(crate) mod roster;
+pub(crate) mod session;
+pub(crate) mod shared;
 /// Small models built alike by the unit tests and the router's fuzz target.
 #[doc(hidden)]
-pub mod testing;
-pub mod timeline;
+pub(crate) mod testing;
+pub(crate) mod timeline;
 pub mod tree;
 pub mod web;
 

@@ -3,8 +3,8 @@
 //! never render anything.
 
 pub mod discovery;
-pub mod fourlw;
+pub(crate) mod fourlw;
 pub mod kerberos;
-pub mod lease;
-pub mod probe;
-pub mod zk;
+pub(crate) mod lease;
+pub(crate) mod probe;
+pub(crate) mod zk;

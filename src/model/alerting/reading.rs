@@ -61,7 +61,7 @@ impl Reading {
                     lease_frozen: &BTreeSet<String>,
                     unjudged: &BTreeSet<(Kind, String)>| {
             frozen.contains(&key.2)
-                || (key.0.from_lease() && lease_frozen.contains(&key.2))
+                || (key.0.judged_from_lease() && lease_frozen.contains(&key.2))
                 || unjudged.contains(&(key.0, key.2.clone()))
         };
         held(&self.frozen, &self.lease_frozen, &self.unjudged)

@@ -1,6 +1,9 @@
-//! Everything known about one configured cluster, and the events its
-//! sources report: tree changes within the cardinality guard, the agent's
-//! session coming and going, members the ensemble publishes.
+//! Everything known about one configured cluster: its trees and the
+//! changes its sources report within the cardinality guard, its timeline,
+//! the agent's session and the ghost check's tracker. The parts another
+//! source alone makes (the ensemble's readings, the probe's figures, the
+//! Kerberos ticket, discovery's outcome) are feeds that source writes
+//! without this state's lock; the state only hands out their handles.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +16,9 @@ mod ensemble;
 mod ghost_flags;
 mod owners;
 mod probe;
+mod session_events;
 mod time;
+mod view;
 pub use discovery::{DiscoveryFeed, DiscoveryStatus};
 pub use ensemble::{EnsembleFeed, EnsembleReadings};
 pub use owners::OwnersCache;
@@ -158,78 +163,6 @@ impl ClusterState {
             kerberos: None,
             export: Default::default(),
         }
-    }
-
-    /// The cluster's configured name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The timeline of switches, masterless periods and session losses.
-    pub fn timeline(&self) -> &super::timeline::Timeline {
-        &self.timeline
-    }
-
-    /// The agent's own session to the ensemble.
-    pub fn session(&self) -> &session::Session {
-        &self.session
-    }
-
-    /// The trees watched: those configured, then discovery's finds.
-    pub fn trees(&self) -> &[tree::Tree] {
-        &self.trees
-    }
-
-    /// Which elections the latest scrape gave series past the cap.
-    pub(super) fn export(&self) -> &super::export::ExportRecord {
-        &self.export
-    }
-
-    /// The timeline, for tests that write entries of their own.
-    #[cfg(test)]
-    pub fn timeline_mut(&mut self) -> &mut super::timeline::Timeline {
-        &mut self.timeline
-    }
-
-    /// The handle on what the members said and who they are.
-    pub fn ensemble(&self) -> &EnsembleFeed {
-        &self.ensemble
-    }
-
-    /// The cardinality guard.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    /// Elections, groups and locks the guard declined, by kind.
-    pub fn dropped(&self) -> &BTreeMap<ContentKind, u64> {
-        &self.dropped
-    }
-
-    /// The discovery walks' outcome; `None` when discovery is off.
-    pub fn discovery(&self) -> Option<&DiscoveryFeed> {
-        self.discovery.as_ref()
-    }
-
-    /// The ghost check's view of the owner sessions; `None` when it is off.
-    pub fn ghost(&self) -> Option<&ghost::SessionTracker> {
-        self.ghost.as_ref()
-    }
-
-    /// Sessions other than the agent's watching each election node; `None`
-    /// unless the ghost check asks `wchp`.
-    pub fn parent_watchers(&self) -> Option<&BTreeMap<String, usize>> {
-        self.parent_watchers.as_ref()
-    }
-
-    /// The failover probe's figures; `None` unless the probe runs.
-    pub fn probe(&self) -> Option<&ProbeFeed> {
-        self.probe.as_ref()
-    }
-
-    /// The agent's Kerberos ticket; `None` unless the cluster uses GSSAPI.
-    pub fn kerberos(&self) -> Option<&super::kerberos::KerberosFeed> {
-        self.kerberos.as_ref()
     }
 
     /// The cluster as its configuration sets it up: its guard, how long a
@@ -546,105 +479,11 @@ impl ClusterState {
         new
     }
 
-    /// One request round trip of the agent's session (`op`: read,
-    /// multi_read, write).
-    pub fn request_observed(&mut self, op: &'static str, took: Duration) {
-        self.session.observe_request(op, took);
-    }
-
     /// Whether the guard dropped series and nobody was told yet; true once.
     pub fn drops_to_report(&mut self) -> bool {
         let report = !self.dropped_reported && !self.dropped.is_empty();
         self.dropped_reported |= report;
         report
-    }
-
-    /// A new client holds a session.
-    /// A new client holds a session; after a loss the timeline says the
-    /// session is restored.
-    pub fn session_started(&mut self, id: i64, timeout: Duration, at: std::time::SystemTime) {
-        if !self.session.is_connected() && self.timeline.last_seq() > 0 {
-            self.note(at, super::timeline::What::SessionRestored);
-        }
-        self.session.id = Some(id);
-        self.session.timeout = Some(timeout);
-        self.session_state(session::SessionState::Connected, None);
-    }
-
-    /// The client reconnected; after a disconnect that is a reconnect.
-    pub fn session_reconnected(
-        &mut self,
-        read_only: bool,
-        after_disconnect: bool,
-        at: std::time::SystemTime,
-    ) {
-        if after_disconnect {
-            self.session.reconnects += 1;
-            self.note(at, super::timeline::What::SessionRestored);
-        }
-        let state = if read_only {
-            session::SessionState::ReadOnly
-        } else {
-            session::SessionState::Connected
-        };
-        self.session_state(state, None);
-    }
-
-    /// The session stopped reflecting ZooKeeper (`Disconnected` while the
-    /// client reconnects, `Expired`): every tree keeps its last values but
-    /// is stale until its next listing.
-    pub fn session_lost(
-        &mut self,
-        state: session::SessionState,
-        error: impl Into<String>,
-        at: std::time::SystemTime,
-    ) {
-        let reason = error.into();
-        let what = super::timeline::What::SessionLost {
-            state: state.label(),
-            reason: reason.clone(),
-        };
-        self.note(at, what);
-        self.mark_lost(state, reason);
-    }
-
-    /// The session is down (`state`) for `reason`: every tree is stale.
-    fn mark_lost(&mut self, state: session::SessionState, reason: String) {
-        if state == session::SessionState::Expired {
-            self.session.expirations += 1;
-        }
-        self.session_state(state, Some(reason));
-        for tree in &mut self.trees {
-            tree.mark_unsynced();
-        }
-    }
-
-    /// No session could be established.
-    pub fn connect_failed(&mut self, auth_failed: bool, message: String) {
-        self.session.connect_failures += 1;
-        let state = if auth_failed {
-            session::SessionState::AuthFailed
-        } else {
-            session::SessionState::Disconnected
-        };
-        self.mark_lost(state, message);
-    }
-
-    /// The client ended (closed, auth failed, shut down); `error` replaces
-    /// the last error when given.
-    pub fn session_ended(&mut self, state: session::SessionState, error: Option<String>) {
-        self.session_state(state, error);
-    }
-
-    fn session_state(&mut self, state: session::SessionState, error: Option<String>) {
-        self.session.state = state;
-        let healthy = matches!(
-            state,
-            session::SessionState::Connected | session::SessionState::ReadOnly
-        );
-        if error.is_some() || healthy {
-            self.session.last_error = error;
-        }
     }
 
     /// `wchp` showed the sessions watching each path: count, per election

@@ -3,10 +3,10 @@
 //! collects every member on scrape, and the [`ghost`] rounds of `cons` and
 //! `dump` that feed ghost-master detection. Replies enter the models here.
 
-pub mod admin;
-pub mod client;
-pub mod ghost;
-pub mod poller;
+pub(crate) mod admin;
+pub(crate) mod client;
+pub(crate) mod ghost;
+pub(crate) mod poller;
 
 use std::collections::HashSet;
 use std::sync::Mutex;

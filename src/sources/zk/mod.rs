@@ -3,9 +3,9 @@
 //! watches, recursive or node by node ([`watch`]) or, on servers before 3.6, one-shot
 //! watches ([`oneshot`]), reading in batches ([`read`]).
 
-pub mod connect;
-pub mod lifecycle;
-pub mod oneshot;
-pub mod read;
-pub mod session;
-pub mod watch;
+pub(crate) mod connect;
+pub(crate) mod lifecycle;
+pub(crate) mod oneshot;
+pub(crate) mod read;
+pub(crate) mod session;
+pub(crate) mod watch;
