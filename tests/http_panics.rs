@@ -157,11 +157,11 @@ async fn ten_thousand_panics_leave_the_slots_free_and_the_agent_answering() {
     // Every slot is back: the gauge returns to idle (0 here: the test's
     // clients have all closed their connections).
     let deadline = tokio::time::Instant::now() + STUCK;
-    while stats.open_now() != 0 {
+    while stats.snapshot().open != 0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "{} connections still counted open after every client closed",
-            stats.open_now()
+            stats.snapshot().open
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -116,10 +116,6 @@ impl WebStats {
     pub fn set_tls(&self, tls: bool) {
         self.tls.store(tls, Ordering::Relaxed);
     }
-    pub fn open_now(&self) -> u64 {
-        self.open.load(Ordering::Relaxed)
-    }
-
     pub fn snapshot(&self) -> WebSnapshot {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         WebSnapshot {
