@@ -214,7 +214,16 @@ async fn a_rolling_restart_pages_nothing_and_a_real_outage_pages_once() {
         &range,
     )
     .unwrap();
-    assert!(too_many.is_empty(), "two leaders recorded: {too_many:?}");
+    assert!(
+        too_many.is_empty(),
+        "two leaders recorded: {too_many:?}; what each replica read: {:?}",
+        query(
+            &prom,
+            &format!(
+                "{{__name__=~\"zookeeper_server_state|zookeeper_zxid_epoch\",state=~\"leader|\"}}[{range}]"
+            )
+        )
+    );
     let missing = || {
         alerts_seen(
             &prom,

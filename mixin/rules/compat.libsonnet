@@ -119,10 +119,23 @@ local names = {
     local server(expr) =
       'label_replace(label_replace(%s, "zk_host", "$1", "server", "(.*)"), "instance", "$1", "server", "(.*)")' % expr,
     local one(family, extra='') = 'max by (ensemble, server%s) (%s{%s})' % [extra, family, c.selector],
-    // Each leader's epoch (srvr's zxid), 0 where srvr is not polled.
-    local leaders = 'max by (ensemble, server) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
-    // The leaders of the newest epoch, one series each.
-    local newest = '(%(l)s == on (ensemble) group_left max by (ensemble) (%(l)s))' % { l: leaders },
+    // What each agent replica (told apart by `instance`, as every
+    // per-replica rule of the mixin does) reads as leaders: their epoch
+    // (srvr's zxid), 0 where srvr is not polled.
+    local claims = 'max by (ensemble, server, instance) ((zookeeper_zxid_epoch{%(s)s} and ignoring (state) (zookeeper_server_state{%(s)s,state="leader"} == 1)) or ignoring (state) ((zookeeper_server_state{%(s)s,state="leader"} == 1) * 0))' % { s: c.selector },
+    // One view per ensemble: the replica whose leader has the newest
+    // epoch, and of those the one scraped last (topk keeps one on a tie).
+    // Replicas scrape at different instants: through a leader change one
+    // may still read the old leader while another reads the new one, and
+    // both can carry the same epoch (a member's srvr reports the epoch of
+    // the last transaction it processed, which the new leader may not have
+    // moved yet when a replica read it). Counting every replica's leaders
+    // would read two where ZooKeeper had one; counting one replica's never
+    // does.
+    local viewAtNewest = '(max by (ensemble, instance) (%(l)s) == on (ensemble) group_left max by (ensemble) (%(l)s))' % { l: claims },
+    local view = 'topk by (ensemble) (1, max by (ensemble, instance) (timestamp(zookeeper_server_state{%(s)s,state="leader"})) and on (ensemble, instance) %(v)s)' % { s: c.selector, v: viewAtNewest },
+    // The leaders of the newest epoch in that view, one series each.
+    local newest = '(max by (ensemble, server) ((%(l)s == on (ensemble) group_left max by (ensemble) (%(l)s)) and on (ensemble, instance) %(view)s))' % { l: claims, view: view },
     groups+: [
       {
         name: 'zookeeper-compat-exporters',
@@ -133,11 +146,10 @@ local names = {
           // dabealu: 1 on the leader, 0 on every other member, down and
           // not serving ones too (a quorum lost reads all 0, so
           // `sum(zk_server_leader) == 0` fires). Only the leader of the
-          // newest epoch counts: through a leader change one replica may
-          // still read the old leader while another reads the new one,
-          // and the old exporters' `sum(zk_server_leader) > 1` would page
-          // for it. A member claiming an older epoch is
-          // ZooKeeperMultipleLeaders' business.
+          // newest epoch in one replica's view counts (see `view`): the
+          // old exporters' `sum(zk_server_leader) > 1` pages at once, and
+          // must not for a leader change read by two replicas. A member
+          // claiming an older epoch is ZooKeeperMultipleLeaders' business.
           { record: 'zk_server_leader', expr: server('%(newest)s * 0 + 1 or max by (ensemble, server) (zookeeper_up{%(selector)s}) * 0' % {
             selector: c.selector,
             newest: newest,
