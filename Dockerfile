@@ -30,7 +30,7 @@ COPY vendor ./vendor
 RUN mkdir -p src benches \
     && echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs benches/render.rs benches/zookeeper.rs benches/cons.rs \
-        benches/model.rs benches/web.rs benches/alerting.rs benches/reload.rs benches/lease.rs benches/at_rest.rs \
+        benches/model.rs benches/web.rs benches/alerting.rs benches/reload.rs benches/lease.rs benches/at_rest.rs benches/in_motion.rs \
     && cargo build --release --locked --features kerberos \
     && rm -rf src benches
 COPY src ./src

@@ -19,13 +19,11 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::layout::{layout_client, multi_create};
+use common::fleet::{self, AgentProcess, Fleet, cpu_over, status_mib, zk_pid};
 use common::receiver::{Receiver, hooked_alertmanager};
 use common::*;
-use zookeeper_client::CreateMode;
 
 /// The window measured at rest.
 const QUIET: Duration = Duration::from_secs(60);
@@ -35,130 +33,11 @@ const SETTLE: Duration = Duration::from_secs(15);
 /// Prometheus's usual scrape interval.
 const SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
 
-/// The pid of the JVM of `zk` (its command line names its log folder).
-fn zk_pid(zk: &ZkServer) -> u32 {
-    let pattern = format!("^java .*-Dzookeeper.log.dir={} ", zk.dir.display());
-    pid_matching(&pattern)
-        .and_then(|p| p.parse().ok())
-        .expect("the ZooKeeper JVM runs")
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-/// CPU seconds each of `pids` spent over `window`, as shares of one core.
-async fn cpu_over(pids: &[u32], window: Duration) -> Vec<f64> {
-    let before: Vec<f64> = pids.iter().map(|p| cpu_seconds(*p)).collect();
-    tokio::time::sleep(window).await;
-    pids.iter()
-        .zip(before)
-        .map(|(p, b)| (cpu_seconds(*p) - b) / window.as_secs_f64())
-        .collect()
-}
-
-/// `n` elections under `base`, two candidates each: the first held by
-/// session `i % 4`, the second by session `(i + 1) % 4`. The sessions are
-/// returned: the candidates live as long as they do.
-async fn lay_out(zk: &ZkServer, base: &str, n: usize) -> Vec<zookeeper_client::Client> {
-    let admin = layout_client(&zk.address()).await;
-    mkdir(&admin, base).await;
-    let t = Instant::now();
-    let parents: Vec<(String, Vec<u8>)> = (0..n)
-        .map(|i| (format!("{base}/bot_{i}"), Vec::new()))
-        .collect();
-    multi_create(&admin, &parents, CreateMode::Persistent, 1000, 8).await;
-    let mut holders = Vec::new();
-    for _ in 0..4 {
-        holders.push(layout_client(&zk.address()).await);
-    }
-    for (second, k) in [(false, 0), (false, 1), (false, 2), (false, 3)]
-        .into_iter()
-        .chain([(true, 0), (true, 1), (true, 2), (true, 3)])
-    {
-        let mine: Vec<(String, Vec<u8>)> = (0..n)
-            .filter(|i| (i + usize::from(second)) % 4 == k)
-            .map(|i| {
-                let who = if second { 'b' } else { 'a' };
-                (
-                    format!("{base}/bot_{i}/n_"),
-                    format!("dev-{i}-{who}").into_bytes(),
-                )
-            })
-            .collect();
-        multi_create(&holders[k], &mine, CreateMode::EphemeralSequential, 1000, 8).await;
-    }
-    println!(
-        "(r) layout: {n} elections × 2 candidates from 4 sessions in {:.1?}",
-        t.elapsed()
-    );
-    holders
-}
-
-/// Starts the agent; returns it once `/ready` answers 200, and how long
-/// that took from the process start.
-/// The agent started, and the port its web server listens on.
-struct Agent {
-    child: Child,
-    port: u16,
-}
-
-impl Agent {
-    fn id(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-fn start_agent(config: &str) -> (Agent, Duration) {
-    let dir = temp_dir("at-rest-agent");
-    let port = free_port();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!("[web]\nlisten_address = \"127.0.0.1:{port}\"\n{config}"),
-    )
-    .unwrap();
-    let log = std::fs::File::create(dir.join("agent.log")).unwrap();
-    let started = Instant::now();
-    let agent = Command::new(env!("CARGO_BIN_EXE_zk-election-exporter"))
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the agent ready",
-        Duration::from_secs(300),
-        || match http_get(port, "/ready") {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-    );
-    (Agent { child: agent, port }, started.elapsed())
-}
-
-/// SIGTERM, then how long until the process has exited.
-fn terminate(mut agent: Child) -> Duration {
-    let pid = i32::try_from(agent.id()).expect("a pid fits an i32");
-    let t = Instant::now();
-    // SAFETY: kill only sends a signal to the child this bench started.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let _ = agent.wait();
-    t.elapsed()
-}
-
 async fn at_rest(n: usize) {
     let zk = ZkServer::start_custom(ServerOptions::default(), "snapCount=100000000\n", "");
     let zk_jvm = zk_pid(&zk);
     let base = unique_path("at_rest");
-    let holders = lay_out(&zk, &base, n).await;
+    let fleet = Fleet::lay_out(&zk, &base, n).await;
     // ZooKeeper alone, its candidate sessions pinging.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let alone = cpu_over(&[zk_jvm], QUIET).await[0];
@@ -168,17 +47,20 @@ async fn at_rest(n: usize) {
     // The wait for /ready blocks: the candidate sessions ping on the
     // runtime's other threads meanwhile.
     let (agent, ready) = tokio::task::block_in_place(|| {
-        start_agent(&format!(
-            "[[clusters]]\nname = \"rest\"\nservers = [\"{}\"]\n\
+        AgentProcess::start(
+            "at-rest-agent",
+            &format!(
+                "[[clusters]]\nname = \"rest\"\nservers = [\"{}\"]\n\
          [[clusters.elections]]\npath = \"{base}/*\"\n\
          [alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\n",
-            zk.address(),
-            am.port
-        ))
+                zk.address(),
+                am.port
+            ),
+        )
     });
     tokio::time::sleep(SETTLE).await;
     let both = cpu_over(&[agent.id(), zk_jvm], QUIET).await;
-    let rss = rss_mib(agent.id());
+    let rss = status_mib(agent.id(), "VmRSS:");
     // The next minute as Prometheus would see it: a scrape every 15 s.
     let port = agent.port;
     let scraper = tokio::task::spawn_blocking(move || {
@@ -193,7 +75,7 @@ async fn at_rest(n: usize) {
     });
     let scraped = cpu_over(&[agent.id(), zk_jvm], QUIET).await;
     let body = scraper.await.unwrap_or(0);
-    let term = terminate(agent.child);
+    let term = agent.terminate();
     println!(
         "(r) {n} elections × 2 candidates, the agent's defaults and [alerting], a quiet minute: \
          agent {:.2} % of a core (target 1 %); ZooKeeper {:.2} % of a core with it, {:.2} % alone: \
@@ -212,27 +94,13 @@ async fn at_rest(n: usize) {
         scraped[0] * 100.0,
         (scraped[1] - alone) * 100.0,
     );
-    drop(holders);
+    drop(fleet);
     drop(am);
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.replace('_', "").parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![100_000, 1_000_000]
-    } else {
-        sizes
-    };
-    // SAFETY: set before any thread of this process reads the environment.
-    unsafe { std::env::set_var("ZKEE_ZK_HEAP", "6g") };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    for n in sizes {
+    let runtime = fleet::runtime();
+    for n in fleet::sizes() {
         runtime.block_on(at_rest(n));
     }
 }

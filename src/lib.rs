@@ -47,7 +47,12 @@
 //! `model::cluster::ghost_flags` turns its rounds into ghost flags;
 //! [`model::cluster`] holds one cluster and applies the changes sources
 //! report (trees addressed by [`model::tree::TreeId`]; its fields are
-//! private, outputs read them through accessors); [`model::timeline`]
+//! private, outputs read them through accessors); an election tree keeps
+//! its owners, nodes and time without a master tallied as they change, and
+//! a journal of the elections it changed ([`model::journal`]), from which
+//! the readers that keep a view of every election (the alert reading, the
+//! scrape's survey in `model::survey`) take only what moved, so the cost
+//! of a change is the elections it touched, never the tree; [`model::timeline`]
 //! keeps its events; [`model::shared`] is its locked face, whose verbs
 //! take the lock once each, writers' and readers' alike.
 //!

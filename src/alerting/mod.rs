@@ -1,6 +1,7 @@
 //! The alerting agent: reads each cluster's alert conditions (under a
-//! brief read lock; a tree is walked again only once it changed, see
-//! [`ReadingCache`]), updates the [`Book`], and pushes what changed to
+//! brief read lock; only the elections that changed since the last reading
+//! are judged again, see [`ReadingCache`]), updates the [`Book`], and
+//! pushes what changed to
 //! every configured Alertmanager; resends active alerts every
 //! `resend_interval`, marks resolved ones with `endsAt`, retries failed
 //! deliveries with backoff. Sends run apart from the watch and from one
@@ -64,7 +65,8 @@ struct Pusher {
     /// One per `cfg.alertmanagers`, in order.
     deliveries: Vec<Delivery>,
     /// The parts of each cluster's readings kept between ticks, by name:
-    /// at rest no tick walks an election.
+    /// at rest no tick judges an election, in motion a tick judges those
+    /// that changed.
     caches: HashMap<String, ReadingCache>,
     sends: JoinSet<Sent>,
     /// Whether the last readings showed no condition at all.

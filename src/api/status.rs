@@ -231,7 +231,7 @@ fn member_rows(c: &ClusterState) -> Vec<MemberRow> {
 /// lock that the watch waits on.
 fn election_rows(
     c: &ClusterState,
-    exported: &[crate::model::attention::Exported<'_>],
+    exported: &[crate::model::survey::Exported<'_>],
     now: Instant,
     wall: SystemTime,
 ) -> Vec<ElectionRow> {

@@ -7,10 +7,10 @@ use super::body::Body;
 use super::encode::unix_seconds;
 use super::text::{self, Election, Kind, Sink, Text, Value};
 use super::{Scrape, names};
-#[cfg(doc)]
-use crate::model::attention::Survey;
 use crate::model::election::MasterView;
 use crate::model::election_tree::{NodeSpec, Style};
+#[cfg(doc)]
+use crate::model::survey::Survey;
 use crate::model::tree::TreeSource;
 
 /// One exported election as every family reads it, gathered in one pass

@@ -116,11 +116,12 @@ pub(super) fn encode_ghosts(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
                     continue;
                 };
                 for tree in c.trees() {
-                    let n = tree
-                        .owners()
+                    let n: usize = tree
+                        .owner_counts()
                         .into_iter()
-                        .filter(|o| tracker.liveness(*o).is_some_and(Liveness::is_ghost))
-                        .count();
+                        .filter(|(o, _)| tracker.liveness(*o).is_some_and(Liveness::is_ghost))
+                        .map(|(_, n)| n)
+                        .sum();
                     gauge(
                         m,
                         &Labels::new("ensemble", c.name()).with("tree", tree.pattern().as_str()),

@@ -38,7 +38,7 @@ use prometheus_client::collector::Collector as PromCollector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
-use crate::model::attention::Survey;
+use crate::model::survey::Survey;
 use crate::model::{ClusterState, Roster, SharedCluster};
 use body::Body;
 pub use body::Encoded;

@@ -18,6 +18,7 @@ pub(crate) mod ghost;
 pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod histogram;
+pub mod journal;
 pub(crate) mod kerberos;
 pub mod lease;
 pub(crate) mod locks;
@@ -28,6 +29,7 @@ pub(crate) mod reload;
 pub(crate) mod roster;
 pub(crate) mod session;
 pub(crate) mod shared;
+pub(crate) mod survey;
 /// Small models built alike by the unit tests and the router's fuzz target.
 #[doc(hidden)]
 pub(crate) mod testing;

@@ -12,9 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::alerting::{Reading, ReadingCache};
-use super::cluster::{
-    ClusterState, DiscoveryFeed, EnsembleFeed, OwnersCache, ProbeFeed, TreeChange,
-};
+use super::cluster::{ClusterState, DiscoveryFeed, EnsembleFeed, ProbeFeed, TreeChange};
 use super::content::ContentKind;
 use super::ghost::Round;
 use super::now::Now;
@@ -413,11 +411,10 @@ impl SharedCluster {
         self.write().lease_failed(id, why, message, now)
     }
 
-    /// The distinct owner sessions of every tree's ephemeral nodes, the
-    /// trees whose owners `cache` kept at their stamp not walked (see
+    /// The distinct owner sessions of every tree's ephemeral nodes (see
     /// [`ClusterState::distinct_owners`]).
-    pub fn distinct_owners(&self, cache: &mut OwnersCache) -> Vec<i64> {
-        self.read().distinct_owners(cache)
+    pub fn distinct_owners(&self) -> Vec<i64> {
+        self.read().distinct_owners()
     }
 
     /// Whether the next ghost-check round needs `dump` (see

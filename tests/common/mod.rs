@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub mod database;
 mod exporter;
 mod failover;
+pub mod fleet;
 mod http;
 pub mod kdc;
 pub mod kerberos_agent;

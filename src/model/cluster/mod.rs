@@ -21,7 +21,6 @@ mod time;
 mod view;
 pub use discovery::{DiscoveryFeed, DiscoveryStatus};
 pub use ensemble::{EnsembleFeed, EnsembleReadings};
-pub use owners::OwnersCache;
 pub use probe::{ProbeFeed, ProbeStats};
 
 /// Everything known about one configured cluster.
@@ -60,6 +59,9 @@ pub struct ClusterState {
     /// lookup answers "has it series" without surveying every election
     /// again (see [`ClusterState::has_series`]).
     export: super::export::ExportRecord,
+    /// The survey of its elections as the last scrape left it, brought up
+    /// to date by the next (see [`super::survey`]).
+    survey: super::survey::SurveyCache,
 }
 
 /// What a cluster's configuration decides of its models (see
@@ -162,6 +164,7 @@ impl ClusterState {
             probe: None,
             kerberos: None,
             export: Default::default(),
+            survey: Default::default(),
         }
     }
 

@@ -296,19 +296,35 @@ enum Step {
     Switch {
         e: u8,
     },
+    /// Election `e`'s node is deleted (its candidates with it), or
+    /// created again (without candidates).
+    Deleted {
+        e: u8,
+    },
+    Created {
+        e: u8,
+    },
+    /// Listing the tree failed: it is not synced until the next listing
+    /// (`Back`), while its watch goes on delivering changes.
+    Failed,
     /// Seconds pass.
     Wait(u16),
     /// The agent's session is lost; or back, and the tree listed again.
     Lost,
     Back,
     /// A ghost-check round listing the sessions of `listed` (a bit each),
-    /// complete or not; `moved` sessions sent something since the last.
+    /// complete or not; `moved` sessions sent something since the last;
+    /// with `held`, every member answered `dump`, which held those sessions.
     Round {
         complete: bool,
         listed: u8,
         moved: u8,
+        held: Option<u8>,
     },
 }
+
+/// A candidate the property holds: (sequence, identity, owner).
+type Held = (u32, u8, i64);
 
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     use proptest::prelude::*;
@@ -316,20 +332,25 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         4 => (0u8..3, 0u8..3, 1u8..5).prop_map(|(e, who, owner)| Step::Join { e, who, owner }),
         3 => (0u8..3, any::<bool>()).prop_map(|(e, lowest)| Step::Leave { e, lowest }),
         4 => (0u8..3).prop_map(|e| Step::Switch { e }),
+        1 => (0u8..3).prop_map(|e| Step::Deleted { e }),
+        1 => (0u8..3).prop_map(|e| Step::Created { e }),
+        1 => Just(Step::Failed),
         3 => (0u16..90).prop_map(Step::Wait),
         1 => Just(Step::Lost),
         1 => Just(Step::Back),
-        2 => (any::<bool>(), 0u8..16, 0u8..16)
-            .prop_map(|(complete, listed, moved)| Step::Round { complete, listed, moved }),
+        2 => (any::<bool>(), 0u8..16, 0u8..16, proptest::option::of(0u8..16))
+            .prop_map(|(complete, listed, moved, held)| Step::Round { complete, listed, moved, held }),
     ]
 }
 
 proptest::proptest! {
     /// A reading that keeps the trees' parts between readings says at
     /// every step exactly what a reading that walks every election says:
-    /// the same conditions, the same alerts held still. So no change the
-    /// alert pusher must see can pass unseen by the stamps, and time alone
-    /// ends a flapping condition in both.
+    /// the same conditions, the same alerts held still; and so does the
+    /// kept survey (states, lease verdicts, nodes, time without a master,
+    /// which elections the cap exports). So no change the alert pusher or
+    /// a scrape must see can pass unseen by the journal, and time alone
+    /// ends a flapping condition, or an election's attention, in both.
     #[test]
     fn a_kept_reading_says_what_a_full_walk_says(
         steps in proptest::collection::vec(step(), 1..60),
@@ -339,6 +360,12 @@ proptest::proptest! {
         use std::time::Duration;
         let window = Duration::from_secs(60);
         let mut c = bots(true);
+        // Two exported of the three: the cap chooses at every step.
+        c.limits = Limits {
+            max_elections: 2,
+            attention_window: Duration::from_secs(200),
+            ..Limits::default()
+        };
         let id = c.trees[0].id();
         let t0 = Instant::now();
         let mut secs = 0u64;
@@ -347,8 +374,9 @@ proptest::proptest! {
             wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s),
         };
         c.session_started(1, Duration::from_secs(10), at(0).wall);
-        // Each election's candidates: (sequence, identity, owner).
-        let mut candidates: Vec<Vec<(u32, u8, i64)>> = vec![Vec::new(); 3];
+        // Each election's candidates: (sequence, identity, owner); `None`
+        // while its node is deleted.
+        let mut candidates: Vec<Option<Vec<Held>>> = vec![Some(Vec::new()); 3];
         let mut seq = 0u32;
         let mut received = [0u64; 5];
         let node = |(s, who, owner): (u32, u8, i64)| ChildNode {
@@ -357,11 +385,11 @@ proptest::proptest! {
             ephemeral_owner: owner,
             ctime_ms: 1_000_000_000,
         };
-        let listing = |candidates: &Vec<Vec<(u32, u8, i64)>>| -> Vec<(String, Vec<ChildNode>)> {
+        let listing = |candidates: &Vec<Option<Vec<Held>>>| -> Vec<(String, Vec<ChildNode>)> {
             candidates
                 .iter()
                 .enumerate()
-                .map(|(e, cs)| (format!("/b/e{e}"), cs.iter().map(|c| node(*c)).collect()))
+                .filter_map(|(e, cs)| Some((format!("/b/e{e}"), cs.as_ref()?.iter().map(|c| node(*c)).collect())))
                 .collect()
         };
         c.apply_listing(id, listing(&candidates), at(0));
@@ -372,13 +400,18 @@ proptest::proptest! {
                 Step::Join { e, who, owner } => {
                     seq += 1;
                     let cand = (seq, who, i64::from(owner));
-                    candidates[usize::from(e)].push(cand);
+                    let Some(cs) = &mut candidates[usize::from(e)] else {
+                        continue;
+                    };
+                    cs.push(cand);
                     if c.session.is_connected() {
                         c.child_upserted(id, &format!("/b/e{e}"), node(cand), now);
                     }
                 }
                 Step::Leave { e, lowest } => {
-                    let cs = &mut candidates[usize::from(e)];
+                    let Some(cs) = &mut candidates[usize::from(e)] else {
+                        continue;
+                    };
                     if !cs.is_empty() {
                         let gone = if lowest { cs.remove(0) } else { cs.pop().unwrap() };
                         if c.session.is_connected() {
@@ -389,7 +422,9 @@ proptest::proptest! {
                 Step::Switch { e } => {
                     seq += 1;
                     let cand = (seq, 0, 1);
-                    let cs = &mut candidates[usize::from(e)];
+                    let Some(cs) = &mut candidates[usize::from(e)] else {
+                        continue;
+                    };
                     cs.push(cand);
                     let gone = cs.remove(0);
                     if c.session.is_connected() {
@@ -397,6 +432,23 @@ proptest::proptest! {
                         c.child_upserted(id, &parent, node(cand), now);
                         c.child_deleted(id, &parent, &node(gone).name, now);
                     }
+                }
+                Step::Deleted { e } => {
+                    if candidates[usize::from(e)].take().is_some() && c.session.is_connected() {
+                        c.parent_deleted(id, &format!("/b/e{e}"), now);
+                    }
+                }
+                Step::Created { e } => {
+                    let slot = &mut candidates[usize::from(e)];
+                    if slot.is_none() {
+                        *slot = Some(Vec::new());
+                        if c.session.is_connected() {
+                            c.parent_created(id, &format!("/b/e{e}"), now);
+                        }
+                    }
+                }
+                Step::Failed => {
+                    let _ = c.tree_failed(id, "listing failed".into());
                 }
                 Step::Wait(s) => secs += u64::from(s),
                 Step::Lost => c.session_lost(
@@ -408,7 +460,11 @@ proptest::proptest! {
                     c.session_started(1, Duration::from_secs(10), now.wall);
                     c.apply_listing(id, listing(&candidates), now);
                 }
-                Step::Round { complete, listed, moved } => {
+                Step::Round { complete, listed, moved, held } => {
+                    let expiries: Vec<(i64, Option<SystemTime>)> = (1..5)
+                        .filter(|s| held.is_some_and(|h| h & (1 << (s - 1)) != 0))
+                        .map(|s| (i64::from(s), None))
+                        .collect();
                     let connections: Vec<crate::fourlw::parse::Connection> = (1..5)
                         .filter(|s| listed & (1 << (s - 1)) != 0)
                         .map(|s| {
@@ -428,8 +484,9 @@ proptest::proptest! {
                         finished: now,
                         complete,
                         connections: &connections,
-                        expiries: &[],
-                        dumped: false,
+                        expiries: &expiries,
+                        dumped: held.is_some(),
+                        dump_complete: held.is_some() && complete,
                     };
                     let owners = c.owners();
                     c.ghost_round(round, owners, None);
@@ -444,6 +501,9 @@ proptest::proptest! {
                 v
             };
             proptest::prop_assert_eq!(sorted(&kept), sorted(&walked));
+            let (kept_survey, walked_survey) =
+                crate::model::survey::tests::kept_and_walked(&c, mono);
+            proptest::prop_assert_eq!(kept_survey, walked_survey);
             for e in 0..3 {
                 for kind in Kind::ALL {
                     let key = (kind, "c".to_owned(), format!("/b/e{e}"));
@@ -459,33 +519,50 @@ proptest::proptest! {
 }
 
 #[test]
-fn a_quiet_tree_is_not_walked_again_and_a_change_is_seen() {
+fn a_quiet_tree_is_not_walked_again_and_a_change_costs_its_election() {
     use crate::model::alerting::{Kind, ReadingCache};
-    use std::sync::Arc;
     let mut c = bots(false);
     let id = c.trees[0].id();
     let t = now();
     c.session_started(1, std::time::Duration::from_secs(10), t.wall);
-    let child = ChildNode {
+    let child = || ChildNode {
         name: "n_0000000001".into(),
         data: b"a".to_vec(),
         ephemeral_owner: 7,
         ctime_ms: 1_000_000_000,
     };
-    c.apply_listing(id, vec![("/b/bot".into(), vec![child])], t);
+    let listing = (0..100)
+        .map(|e| (format!("/b/bot{e}"), vec![child()]))
+        .collect();
+    c.apply_listing(id, listing, t);
     let mut cache = ReadingCache::default();
     let first = c.alert_reading(t.mono, FLAP, &mut cache);
-    let again = c.alert_reading(t.mono, FLAP, &mut cache);
-    assert!(
-        Arc::ptr_eq(&first.parts[0], &again.parts[0]),
-        "nothing changed: the part kept"
+    assert!(first.conditions.is_empty());
+    assert_eq!(
+        cache.judged(),
+        100,
+        "the first reading takes the tree whole"
     );
-    c.child_deleted(id, "/b/bot", "n_0000000001", t);
+    let _ = c.alert_reading(t.mono, FLAP, &mut cache);
+    assert_eq!(cache.judged(), 100, "nothing changed: nothing judged");
+    c.child_deleted(id, "/b/bot7", "n_0000000001", t);
     let after = c.alert_reading(t.mono, FLAP, &mut cache);
     assert_eq!(
         after.conditions.iter().map(|c| c.kind).collect::<Vec<_>>(),
         vec![Kind::NoMaster]
     );
+    assert_eq!(cache.judged(), 101, "one change, one election judged");
+    let _ = c.survey(t.mono);
+    assert_eq!(
+        c.survey.judged(),
+        100,
+        "the first survey takes the tree whole"
+    );
+    let _ = c.survey(t.mono);
+    assert_eq!(c.survey.judged(), 100, "nothing changed: nothing judged");
+    c.child_upserted(id, "/b/bot7", child(), t);
+    let _ = c.survey(t.mono);
+    assert_eq!(c.survey.judged(), 101, "one change, one election judged");
 }
 
 #[test]

@@ -33,6 +33,11 @@ impl ClusterState {
         &self.export
     }
 
+    /// The survey as the last scrape left it.
+    pub(in crate::model) fn survey_cache(&self) -> &crate::model::survey::SurveyCache {
+        &self.survey
+    }
+
     /// The timeline, for tests that write entries of their own.
     #[cfg(test)]
     pub fn timeline_mut(&mut self) -> &mut timeline::Timeline {

@@ -456,6 +456,11 @@ impl Election {
         self.masterless_since
     }
 
+    /// Time without a master of the periods that ended.
+    pub fn masterless_closed(&self) -> Duration {
+        self.masterless_total
+    }
+
     /// Accumulated time without a master, including a period still running.
     pub fn masterless_total(&self, now: Instant) -> Duration {
         self.masterless_total

@@ -129,13 +129,17 @@ impl ElectionTree {
             book.verdicts = judging.before;
         }
         self.lease = Some(book);
+        self.restart_journal();
     }
 
     /// A lease query failed; true when the failure is new (log it).
     pub fn lease_failed(&mut self, why: Failure, message: String, now: Now) -> bool {
-        self.lease
+        let new = self
+            .lease
             .as_deref_mut()
-            .is_some_and(|book| book.failed(why, message, now.wall))
+            .is_some_and(|book| book.failed(why, message, now.wall));
+        self.restart_journal();
+        new
     }
 }
 

@@ -21,6 +21,7 @@ use super::child::ChildNode;
 use super::content::{ContentKind, NodeCounts, TreeContent};
 use super::election::Election;
 use super::histogram::{Histogram, PERIOD_BUCKETS};
+use super::journal::Journal;
 use super::lease::LeaseBook;
 use super::now::Now;
 use super::pattern::join;
@@ -151,6 +152,10 @@ pub struct ElectionTree {
     owner_addresses: HashMap<i64, Box<str>>,
     /// The lease source's readings, when the spec has a lease.
     lease: Option<Box<LeaseBook>>,
+    /// Which elections changed (see [`Journal`]).
+    journal: Journal,
+    /// Owners, nodes and time without a master of all its elections.
+    tally: tally::Tally,
 }
 
 impl ElectionTree {
@@ -167,6 +172,8 @@ impl ElectionTree {
             handovers: Histogram::new(HANDOVER_BUCKETS),
             events: Vec::new(),
             owner_addresses: HashMap::new(),
+            journal: Journal::default(),
+            tally: tally::Tally::default(),
         }
     }
 
@@ -181,6 +188,14 @@ impl ElectionTree {
             Style::Sequential => parent.to_owned(),
             Style::Node(n) => join(parent, &n.name),
         }
+    }
+
+    /// A new election `key` without candidates (its keeper keeps the
+    /// tally and the journal).
+    fn insert_fresh(&mut self, key: &str, now: Now) {
+        let election = self.fresh(Vec::new(), now);
+        let entry = Entry::new(election, Others::default(), Facts::default());
+        self.elections.insert(Box::from(key), entry);
     }
 
     /// Whether a child of a parent node belongs to its election at all: a
@@ -314,6 +329,13 @@ impl ElectionTree {
         self.elections.get(path).map(|e| &e.election)
     }
 
+    /// Election `path` with its path as the tree keeps it.
+    pub fn election_entry(&self, path: &str) -> Option<(&str, &Election)> {
+        self.elections
+            .get_key_value(path)
+            .map(|(p, e)| (&**p, &e.election))
+    }
+
     /// Switches of all its elections so far, deleted ones included.
     pub fn switches(&self) -> u64 {
         self.switches
@@ -381,6 +403,7 @@ impl TreeContent for ElectionTree {
             let (candidates, others) = self.split(&path, children);
             match self.elections.get_mut(path.as_str()) {
                 Some(entry) => {
+                    self.tally.remove(entry);
                     let election = std::mem::replace(&mut entry.election, Election::new([], now));
                     let mut fresh = Entry::new(election, others, facts);
                     let before = fresh.election.candidate_count();
@@ -389,6 +412,7 @@ impl TreeContent for ElectionTree {
                     let is = fresh.election.master();
                     let what = election_events(was, is, &outcome, Cause::DuringOutage);
                     notice_shortfall(&self.spec, &mut fresh.election, before, now);
+                    self.tally.add(&fresh);
                     *entry = fresh;
                     self.outcome(outcome);
                     self.happened(&path, what);
@@ -403,35 +427,43 @@ impl TreeContent for ElectionTree {
                     } else {
                         self.fresh(candidates, now)
                     };
-                    self.elections.insert(
-                        path.clone().into_boxed_str(),
-                        Entry::new(election, others, facts),
-                    );
+                    let entry = Entry::new(election, others, facts);
+                    self.tally.add(&entry);
+                    self.elections.insert(path.clone().into_boxed_str(), entry);
                 }
             }
+            // A resync costs what it lists: its readers take the listed
+            // elections, never the whole tree for each slice.
+            if resync {
+                self.journal.touched(&path);
+            }
+        }
+        if !resync {
+            self.restart_journal();
         }
     }
 
     fn retain_parents(&mut self, keep: &dyn Fn(&str) -> bool, now: Now) {
         let style = self.spec.style.clone();
         let mut gone = Duration::ZERO;
+        let tally = &mut self.tally;
         self.elections.retain(|key, entry| {
             let kept = keep(parent_of(&style, key));
             if !kept {
                 gone += entry.election.masterless_total(now.mono);
+                tally.remove(entry);
             }
             kept
         });
         self.masterless_gone += gone;
+        self.restart_journal();
     }
 
     /// A node matching the glob was created (or found). No-op if known.
     fn parent_created(&mut self, parent: &str, now: Now) {
         let path = self.key(parent);
         if !self.elections.contains_key(path.as_str()) {
-            let election = self.fresh(Vec::new(), now);
-            let entry = Entry::new(election, Others::default(), Facts::default());
-            self.elections.insert(path.into_boxed_str(), entry);
+            self.changing(&path, |t| t.insert_fresh(&path, now));
         }
     }
 
@@ -441,85 +473,21 @@ impl TreeContent for ElectionTree {
         let path = self.key(parent);
         if let Some(entry) = self.elections.remove(path.as_str()) {
             self.masterless_gone += entry.election.masterless_total(now.mono);
+            self.tally.remove(&entry);
+            self.journal.touched(&path);
         }
     }
 
     /// A child of an election was created or its data changed.
     fn child_upserted(&mut self, parent: &str, child: ChildNode, now: Now) {
-        if !self.concerns(&child.name) {
-            let key = self.key(parent);
-            if let Some(entry) = self.elections.get_mut(key.as_str()) {
-                let mut facts = entry.facts.take().map(|f| *f).unwrap_or_default();
-                Self::sibling(&self.spec, &mut facts, &child.name, Some(&child.data));
-                entry.facts = (facts != Facts::default()).then(|| Box::new(facts));
-            }
-            self.handover_evidence(&key, now);
-            return;
-        }
-        let election = self.key(parent);
-        if !self.elections.contains_key(election.as_str()) {
-            self.parent_created(parent, now);
-        }
-        let candidate = self.candidate(&election, &child);
-        let Some(entry) = self.elections.get_mut(election.as_str()) else {
-            return;
-        };
-        match candidate {
-            Some(c) => {
-                let before = entry.election.candidate_count();
-                let was = entry.election.master().map(|m| Master::of(&m));
-                let outcome = entry.election.join(c, now);
-                let what =
-                    election_events(was, entry.election.master(), &outcome, Cause::Preempted);
-                notice_shortfall(&self.spec, &mut entry.election, before, now);
-                self.outcome(outcome);
-                self.happened(&election, what);
-            }
-            None if child.ephemeral_owner != 0 => {
-                entry.others_mut().ephemeral.insert(child.name);
-            }
-            None => {
-                entry.others_mut().persistent.insert(child.name);
-            }
-        }
-        self.handover_evidence(&election, now);
+        let key = self.key(parent);
+        self.changing(&key, |t| t.upsert_child(parent, child, now));
     }
 
     /// A child of an election was deleted.
     fn child_deleted(&mut self, parent: &str, name: &str, now: Now) {
-        if !self.concerns(name) {
-            let key = self.key(parent);
-            if let Some(entry) = self.elections.get_mut(key.as_str()) {
-                let mut facts = entry.facts.take().map(|f| *f).unwrap_or_default();
-                Self::sibling(&self.spec, &mut facts, name, None);
-                entry.facts = (facts != Facts::default()).then(|| Box::new(facts));
-            }
-            return;
-        }
-        let election = self.key(parent);
-        let sequence = self.sequence(name, true);
-        let Some(entry) = self.elections.get_mut(election.as_str()) else {
-            return;
-        };
-        if let Some(others) = &mut entry.others {
-            others.remove(name);
-            if others.len() == 0 {
-                entry.others = None;
-            }
-        }
-        if let Some(seq) = sequence {
-            let before = entry.election.candidate_count();
-            let was = entry.election.master().map(|m| Master::of(&m));
-            let outcome = entry.election.leave(name, seq, now);
-            let master_went = was.as_ref().is_some_and(|w| w.node == name);
-            let what = election_events(was, entry.election.master(), &outcome, Cause::NodeDeleted);
-            notice_shortfall(&self.spec, &mut entry.election, before, now);
-            self.outcome(outcome);
-            self.happened(&election, what);
-            if master_went {
-                self.handover_starts(&election, now);
-            }
-        }
+        let key = self.key(parent);
+        self.changing(&key, |t| t.delete_child(parent, name, now));
     }
 
     /// Names of all children of an election (candidates and ignored ones).
@@ -565,10 +533,12 @@ impl TreeContent for ElectionTree {
     }
 }
 
+mod children;
 mod handover;
 mod lease;
 mod naming;
 mod spec;
+mod tally;
 
 pub use handover::{HANDOVER_BUCKETS, Handover};
 

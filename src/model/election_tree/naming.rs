@@ -68,6 +68,9 @@ impl ElectionTree {
         for (path, master) in named {
             self.events.push((path, What::MasterNamed { master }));
         }
+        if any {
+            self.restart_journal();
+        }
         any
     }
 
@@ -77,6 +80,12 @@ impl ElectionTree {
     /// node is seen. With an `owner-record` identity the candidate of the
     /// record's session is named by it.
     pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
+        if self.spec.record.is_some() {
+            self.changing(election, |t| t.record_read(election, read, now));
+        }
+    }
+
+    fn record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
         let Some((name, mode)) = &self.spec.record else {
             return;
         };

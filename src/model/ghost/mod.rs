@@ -7,7 +7,15 @@
 //! - **disconnected**: a *complete* round (every member answered `cons`, and
 //!   the members polled cover the whole ensemble) lists no connection of
 //!   the session, which owned a watched node before the round began (its
-//!   process crashed, or it was cut off);
+//!   process crashed, or it was cut off), *and the session is still alive*:
+//!   the next round's `dump` (asked of every member because of it) still
+//!   holds the session. A session its client closed has no connection
+//!   either, but ZooKeeper ends it and deletes its nodes at once: it is
+//!   gone from `dump`, and the nodes the agent still shows are deletions
+//!   on their way (a million of them take seconds to arrive), not ghosts.
+//!   Where `dump` cannot be asked of every member, a second complete round
+//!   that still misses the session, still an owner when it began, stands
+//!   for that evidence;
 //! - **silent**: two readings of its connection's `recved` count, at least
 //!   2/3 of its timeout apart, saw the same count: it sent nothing (no
 //!   request, no ping) in between (a frozen process, a long GC pause, a
@@ -55,6 +63,13 @@ pub enum Unknown {
     Unlisted,
     /// Listed, but `cons` gave no session timeout to judge silence by.
     NoTimeout,
+    /// A complete round lists no connection of it, and nothing shows yet
+    /// whether it lives on (lost) or ended (its client closed it): the
+    /// next round tells.
+    Unconfirmed,
+    /// No member lists a connection of it and no member's `dump` holds
+    /// it: it ended, and its nodes are deleted or on their way.
+    Ended,
 }
 
 impl Unknown {
@@ -64,6 +79,10 @@ impl Unknown {
                 "no member lists its session, but not every member answered cons (or the members polled do not cover the ensemble)"
             }
             Unknown::NoTimeout => "cons gave no session timeout to judge silence by",
+            Unknown::Unconfirmed => {
+                "no member lists a connection of it; the next round's dump tells a lost session from one its client closed"
+            }
+            Unknown::Ended => "no member lists it or holds it in dump: its session ended",
         }
     }
 }
@@ -107,6 +126,9 @@ pub struct Round<'a> {
     /// Whether the round asked `dump`: without it the expiry times known
     /// are forgotten (a later ghost must not show an old one).
     pub dumped: bool,
+    /// Every member polled answered `dump` (in a complete round): a
+    /// session none of them holds has ended.
+    pub dump_complete: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -120,6 +142,12 @@ struct Track {
     timeout: Option<Duration>,
     /// End of the first complete round that listed no connection of it.
     missing_since: Option<Instant>,
+    /// Complete rounds since then that missed it while it owned a watched
+    /// node when they began.
+    missing_rounds: u32,
+    /// Whether a complete `dump` since it went missing held the session
+    /// (alive) or not (ended).
+    in_dump: Option<bool>,
     /// The last round did not list it and was incomplete.
     unlisted: bool,
     expiry: Option<SystemTime>,
@@ -141,6 +169,8 @@ impl Track {
             count_still: at,
             timeout: None,
             missing_since: None,
+            missing_rounds: 0,
+            in_dump: None,
             unlisted: false,
             expiry: None,
             seen: at,
@@ -151,7 +181,12 @@ impl Track {
 
     fn liveness(&self) -> Liveness {
         if let Some(since) = self.missing_since {
-            return Liveness::Disconnected { since };
+            return match (self.in_dump, self.missing_rounds) {
+                (Some(true), _) => Liveness::Disconnected { since },
+                (Some(false), _) => Liveness::Unknown(Unknown::Ended),
+                (None, n) if n >= 2 => Liveness::Disconnected { since },
+                (None, _) => Liveness::Unknown(Unknown::Unconfirmed),
+            };
         }
         if self.unlisted || self.received.is_none() {
             return Liveness::Unknown(Unknown::Unlisted);
@@ -259,6 +294,7 @@ impl SessionTracker {
                 t.received = Some(*received);
                 t.count_seen = end;
             }
+            (t.missing_rounds, t.in_dump) = (0, None);
             t.count_still = round.started.max(t.count_seen);
             t.timeout = timeout.or(t.timeout);
             if t.address.as_deref() != Some(*address) && !address.is_empty() {
@@ -284,12 +320,20 @@ impl SessionTracker {
                 .or_insert_with(|| Track::new(end))
                 .seen = end;
         }
+        let in_dump: HashSet<i64> = round.expiries.iter().map(|(sid, _)| *sid).collect();
         for (sid, t) in &mut self.sessions {
             if listed.contains_key(sid) {
                 continue;
             }
             if round.complete && (t.received.is_some() || owners.contains(sid)) {
+                // Asked after it went missing: a dump of this round tells.
+                if t.missing_since.is_some() && round.dump_complete {
+                    t.in_dump = Some(in_dump.contains(sid));
+                }
                 t.missing_since.get_or_insert(end);
+                if owners.contains(sid) {
+                    t.missing_rounds += 1;
+                }
                 t.unlisted = false;
             } else if !round.complete {
                 t.unlisted = true;
@@ -313,7 +357,12 @@ impl SessionTracker {
     /// every session, a cost to the server that grows with the tree, while
     /// `cons` lists connections only.
     pub fn wants_expiries(&self) -> bool {
-        !self.ghost_owners().is_empty()
+        self.owners.iter().any(|sid| {
+            self.sessions.get(sid).is_some_and(|t| {
+                let l = t.liveness();
+                l.is_ghost() || l == Liveness::Unknown(Unknown::Unconfirmed)
+            })
+        })
     }
 
     /// The owners of the last round judged ghosts now. Any ghost master is

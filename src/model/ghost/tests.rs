@@ -38,6 +38,7 @@ fn observe(
             connections,
             expiries: &[],
             dumped: true,
+            dump_complete: false,
         },
         owners.iter().copied(),
     );
@@ -59,8 +60,8 @@ fn disconnected_silent_and_back() {
     assert_eq!(t.liveness(1), Some(Liveness::Connected));
     assert_eq!(
         t.liveness(3),
-        Some(Liveness::Disconnected { since: ms(t0, 10) }),
-        "an owner no member lists in a complete round is disconnected"
+        Some(Liveness::Unknown(Unknown::Unconfirmed)),
+        "an owner no member lists in one complete round may have been closed by its client"
     );
     // Session 1 keeps pinging; session 2 goes quiet; session 1 drops later.
     observe(
@@ -69,7 +70,12 @@ fn disconnected_silent_and_back() {
         (1000, 1010),
         true,
         &[conn(1, 6), conn(2, 5)],
-        &[1, 2],
+        &[1, 2, 3],
+    );
+    assert_eq!(
+        t.liveness(3),
+        Some(Liveness::Disconnected { since: ms(t0, 10) }),
+        "a second complete round misses it while it still owns a node: disconnected since the first"
     );
     assert_eq!(
         t.liveness(2),
@@ -92,6 +98,8 @@ fn disconnected_silent_and_back() {
     );
     observe(&mut t, t0, (2500, 2510), true, &[conn(2, 9)], &[1, 2]);
     assert_eq!(t.liveness(2), Some(Liveness::Connected), "it spoke again");
+    assert_eq!(t.liveness(1), Some(Liveness::Unknown(Unknown::Unconfirmed)));
+    observe(&mut t, t0, (2700, 2710), true, &[conn(2, 10)], &[1, 2]);
     assert_eq!(
         t.liveness(1),
         Some(Liveness::Disconnected {
@@ -103,7 +111,7 @@ fn disconnected_silent_and_back() {
         t0,
         (3000, 3010),
         true,
-        &[conn(1, 8), conn(2, 10)],
+        &[conn(1, 8), conn(2, 11)],
         &[1, 2],
     );
     assert_eq!(t.liveness(1), Some(Liveness::Connected), "reconnected");
@@ -175,6 +183,7 @@ fn expiry_from_dump() {
             connections: &[],
             expiries: &[(7, Some(expiry))],
             dumped: true,
+            dump_complete: false,
         },
         [7],
     );
@@ -189,11 +198,39 @@ fn expiry_from_dump() {
     assert_eq!(t.expires_in(8, SystemTime::UNIX_EPOCH), None);
 }
 
+/// A round of `connections` from `start` to `end` milliseconds that also
+/// asked every member `dump`, which held the sessions of `held`.
+fn observe_dumped(
+    t: &mut SessionTracker,
+    base: Instant,
+    (start, end): (u64, u64),
+    connections: &[Connection],
+    held: &[i64],
+    owners: &[i64],
+) {
+    let expiry = SystemTime::UNIX_EPOCH + Duration::from_secs(10);
+    let expiries: Vec<(i64, Option<SystemTime>)> =
+        held.iter().map(|s| (*s, Some(expiry))).collect();
+    t.observe(
+        Round {
+            started: ms(base, start),
+            finished: at(base, end),
+            complete: true,
+            connections,
+            expiries: &expiries,
+            dumped: true,
+            dump_complete: true,
+        },
+        owners.iter().copied(),
+    );
+}
+
 /// `dump` lists every ephemeral node of the server: the check asks it only
-/// while an owner is a ghost (its expiry is then shown), and a round
+/// while an owner is a ghost (its expiry is then shown) or has just lost
+/// its connection (it tells a lost session from a closed one), and a round
 /// without it forgets the expiry times known.
 #[test]
-fn dump_is_wanted_only_while_an_owner_is_a_ghost() {
+fn dump_is_wanted_only_while_an_owner_is_a_ghost_or_has_just_gone() {
     let t0 = Instant::now();
     let mut t = SessionTracker::default();
     observe(
@@ -214,24 +251,20 @@ fn dump_is_wanted_only_while_an_owner_is_a_ghost() {
         &[conn(1, 6), conn(2, 6)],
         &[1, 2],
     );
-    assert!(t.liveness(9).is_some_and(Liveness::is_ghost));
-    assert!(!t.wants_expiries(), "no owner is a ghost");
-    // Owner 2 loses its connection: wanted from the next round on.
+    assert!(!t.liveness(9).is_some_and(Liveness::is_ghost));
+    assert!(!t.wants_expiries(), "no owner is a ghost or gone");
+    // Owner 2 loses its connection: the next round asks dump, which still
+    // holds its session: a ghost, with its expiry.
     observe(&mut t, t0, (200, 210), true, &[conn(1, 7)], &[1, 2]);
     assert!(t.wants_expiries());
+    assert!(t.ghost_owners().is_empty(), "not yet: unconfirmed");
+    observe_dumped(&mut t, t0, (300, 310), &[conn(1, 8)], &[1, 2], &[1, 2]);
     assert_eq!(t.ghost_owners(), [2].into());
-    let expiry = SystemTime::UNIX_EPOCH + Duration::from_secs(10);
-    t.observe(
-        Round {
-            started: ms(t0, 300),
-            finished: at(t0, 310),
-            complete: true,
-            connections: &[conn(1, 8)],
-            expiries: &[(2, Some(expiry))],
-            dumped: true,
-        },
-        [1, 2],
+    assert_eq!(
+        t.liveness(2),
+        Some(Liveness::Disconnected { since: ms(t0, 210) })
     );
+    assert!(t.wants_expiries());
     assert!(t.expires_in(2, SystemTime::UNIX_EPOCH).is_some());
     // Its node is gone (the session expired): no owner is a ghost, and a
     // round without `dump` forgets the expiry it knew.
@@ -243,11 +276,69 @@ fn dump_is_wanted_only_while_an_owner_is_a_ghost() {
             connections: &[conn(1, 9)],
             expiries: &[],
             dumped: false,
+            dump_complete: false,
         },
         [1],
     );
     assert!(!t.wants_expiries());
     assert_eq!(t.expires_in(2, SystemTime::UNIX_EPOCH), None);
+}
+
+/// A session its client closed has no connection, like a lost one, but
+/// ZooKeeper ends it and deletes its nodes at once: its nodes the agent
+/// still shows are deletions on their way. `dump` no longer holds it: it
+/// never counts as a ghost, however many of its nodes are still shown.
+#[test]
+fn a_closed_session_is_no_ghost_while_its_deletions_arrive() {
+    let t0 = Instant::now();
+    let mut t = SessionTracker::default();
+    observe(
+        &mut t,
+        t0,
+        (0, 10),
+        true,
+        &[conn(1, 5), conn(2, 5)],
+        &[1, 2],
+    );
+    // Session 2 is closed; the agent still shows its nodes.
+    observe(&mut t, t0, (100, 110), true, &[conn(1, 6)], &[1, 2]);
+    assert_eq!(t.liveness(2), Some(Liveness::Unknown(Unknown::Unconfirmed)));
+    observe_dumped(&mut t, t0, (200, 210), &[conn(1, 7)], &[1], &[1, 2]);
+    assert_eq!(t.liveness(2), Some(Liveness::Unknown(Unknown::Ended)));
+    assert!(t.ghost_owners().is_empty());
+    // Rounds go on while its deletions arrive: still no ghost.
+    observe(&mut t, t0, (300, 310), true, &[conn(1, 8)], &[1, 2]);
+    observe(&mut t, t0, (400, 410), true, &[conn(1, 9)], &[1, 2]);
+    assert!(t.ghost_owners().is_empty());
+    assert!(!t.wants_expiries(), "nothing left to tell");
+    // A dump asked of only some members (one refused it) is no evidence
+    // either way: two complete rounds are then what shows a lost session.
+    let mut t = SessionTracker::default();
+    observe(
+        &mut t,
+        t0,
+        (0, 10),
+        true,
+        &[conn(1, 5), conn(3, 5)],
+        &[1, 3],
+    );
+    observe(&mut t, t0, (100, 110), true, &[conn(1, 6)], &[1, 3]);
+    t.observe(
+        Round {
+            started: ms(t0, 200),
+            finished: at(t0, 210),
+            complete: true,
+            connections: &[conn(1, 7)],
+            expiries: &[],
+            dumped: true,
+            dump_complete: false,
+        },
+        [1, 3],
+    );
+    assert_eq!(
+        t.liveness(3),
+        Some(Liveness::Disconnected { since: ms(t0, 110) })
+    );
 }
 
 /// The stamp moves with a verdict, not with traffic.
@@ -260,7 +351,7 @@ fn the_stamp_moves_when_a_verdict_changes_only() {
     observe(&mut t, t0, (100, 110), true, &[conn(1, 6)], &[1]);
     assert_eq!(t.stamp(), live, "packets, still live");
     observe(&mut t, t0, (200, 210), true, &[], &[1]);
-    assert_ne!(t.stamp(), live, "disconnected");
+    assert_ne!(t.stamp(), live, "no connection: unconfirmed");
 }
 
 #[test]
@@ -401,8 +492,9 @@ fn a_session_is_named_by_the_address_of_its_live_connection() {
         &[7],
     );
     assert_eq!(t.address(7), Some("10.0.0.5:4100"));
-    // Gone from a complete round: disconnected, and still named.
+    // Gone from two complete rounds: disconnected, and still named.
     observe(&mut t, t0, (200, 210), true, &[], &[7]);
+    observe(&mut t, t0, (300, 310), true, &[], &[7]);
     assert!(t.liveness(7).unwrap().is_ghost());
     assert_eq!(t.address(7), Some("10.0.0.5:4100"));
 }

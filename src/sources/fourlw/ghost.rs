@@ -27,7 +27,6 @@ use crate::fourlw::parse::{self, Refusal};
 use crate::fourlw::{Command, Failure, Reply};
 use crate::model::Now;
 use crate::model::SharedCluster;
-use crate::model::cluster::OwnersCache;
 use crate::model::ensemble::Exchange;
 use crate::model::ensemble::ServerPoll;
 use crate::model::ghost::{Round, auto_interval, round_complete};
@@ -52,7 +51,6 @@ const FIRST_ROUND_WAIT: Duration = Duration::from_secs(30);
 /// Polls until `shutdown` flips to true.
 pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Receiver<bool>) {
     let mut refused: HashSet<(String, Command)> = HashSet::new();
-    let mut owners = OwnersCache::default();
     // Until then there is no master to judge but those listed so far.
     let mut written = state.changes();
     let listed = async {
@@ -68,7 +66,7 @@ pub async fn run(d: GhostCheck, state: SharedCluster, mut shutdown: watch::Recei
     }
     loop {
         let started = Instant::now();
-        let asked = poll_once(&d, &state, &mut refused, &mut owners).await;
+        let asked = poll_once(&d, &state, &mut refused).await;
         let interval = match d.pace {
             ConsInterval::Every(interval) => interval,
             ConsInterval::Auto => auto_interval(state.shortest_timeout_of(&asked)),
@@ -215,19 +213,17 @@ async fn ask_dump(
 
 /// One round: `cons` of every member (and `dump` while an owner is a
 /// ghost, see [`SharedCluster::wants_expiries`]), then the tracker. The
-/// distinct owners asked about are returned; `cache` keeps each tree's
-/// owners while the tree does not change.
+/// distinct owners asked about are returned.
 pub async fn poll_once(
     d: &GhostCheck,
     state: &SharedCluster,
     refused: &mut HashSet<(String, Command)>,
-    cache: &mut OwnersCache,
 ) -> Vec<i64> {
     let started = Instant::now();
     let ensemble = state.ensemble_feed();
     let readings = ensemble.now();
     let servers = readings.servers_to_poll(&d.servers);
-    let owners = state.distinct_owners(cache);
+    let owners = state.distinct_owners();
     let dump = state.wants_expiries();
     let polls: Vec<ServerPoll> =
         join_all(servers.iter().map(|server| ask_member(d, server, dump))).await;
@@ -237,13 +233,15 @@ pub async fn poll_once(
             seen.take(d, poll, e, refused);
         }
     }
+    let complete = round_complete(servers.len(), seen.answered_cons, readings.size);
     let round = Round {
         started,
         finished: Now::current(),
-        complete: round_complete(servers.len(), seen.answered_cons, readings.size),
+        complete,
         connections: &seen.connections,
         expiries: &seen.expiries,
         dumped: dump,
+        dump_complete: dump && complete && seen.answered_dump == servers.len(),
     };
     ensemble.merged(polls);
     state.ghost_round(round, owners.clone(), seen.watchers);
@@ -277,6 +275,7 @@ struct Seen {
     connections: Vec<parse::Connection>,
     expiries: Vec<(i64, Option<std::time::SystemTime>)>,
     answered_cons: usize,
+    answered_dump: usize,
     watchers: Option<BTreeMap<String, BTreeSet<i64>>>,
 }
 
@@ -295,7 +294,10 @@ impl Seen {
                 self.answered_cons += 1;
                 self.connections.extend(c.iter().cloned());
             }
-            Ok(Reply::Dump(dump)) => self.expiries.extend(dump.sessions.iter().copied()),
+            Ok(Reply::Dump(dump)) => {
+                self.answered_dump += 1;
+                self.expiries.extend(dump.sessions.iter().copied());
+            }
             Ok(Reply::Wchp(paths)) => {
                 let all = self.watchers.get_or_insert_with(BTreeMap::new);
                 for (path, sessions) in paths {

@@ -380,6 +380,15 @@ impl Tree {
     pub fn mark_unsynced(&mut self) {
         self.stamp = new_stamp();
         self.synced = false;
+        self.restart_journal();
+    }
+
+    /// The tree's standing changed, not one election: readers that follow
+    /// its journal read every election again.
+    fn restart_journal(&mut self) {
+        if let TreeKind::Elections(e) = &mut self.kind {
+            e.restart_journal();
+        }
     }
 
     /// A watch or listing of the tree failed; it stays unsynced until a
@@ -389,6 +398,7 @@ impl Tree {
         self.synced = false;
         self.sync_failures += 1;
         self.sync_error = Some(error);
+        self.restart_journal();
     }
 
     /// Why the tree is not synced, if a listing failed.
@@ -428,6 +438,7 @@ impl Tree {
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;
+        self.restart_journal();
     }
 
     /// A node matching the glob was created (or found). No-op if known.
@@ -471,106 +482,23 @@ impl Tree {
     pub fn owners(&self) -> Vec<i64> {
         self.content().owners()
     }
+
+    /// Each owner session of the tracked ephemeral children, and how many
+    /// it owns: kept as they change for elections, counted for groups and
+    /// locks (bounded by `max_groups` and `max_locks`).
+    pub fn owner_counts(&self) -> Vec<(i64, usize)> {
+        match &self.kind {
+            TreeKind::Elections(e) => e.owner_counts().collect(),
+            _ => {
+                let mut counts = std::collections::HashMap::new();
+                for owner in self.owners() {
+                    *counts.entry(owner).or_insert(0) += 1;
+                }
+                counts.into_iter().collect()
+            }
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::candidate::IdentityMode;
-    use std::time::{Instant, SystemTime};
-
-    fn now() -> Now {
-        Now {
-            mono: Instant::now(),
-            wall: SystemTime::UNIX_EPOCH,
-        }
-    }
-
-    fn child(name: &str) -> ChildNode {
-        ChildNode {
-            name: name.into(),
-            data: Vec::new(),
-            ephemeral_owner: 1,
-            ctime_ms: 0,
-        }
-    }
-
-    #[test]
-    fn sync_state_follows_listings_and_failures() {
-        let mut t = Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node);
-        assert!(!t.synced());
-        t.apply_listing(vec![("/b/1".into(), vec![child("n_0000000001")])], now());
-        assert!(t.synced());
-        t.mark_unsynced();
-        assert!(!t.synced());
-        t.sync_failed("no rights".into());
-        assert_eq!((t.sync_error(), t.sync_failures()), (Some("no rights"), 1));
-        // The second listing is a resync: the new candidate counts as a join.
-        t.apply_listing(
-            vec![(
-                "/b/1".into(),
-                vec![child("n_0000000001"), child("n_0000000002")],
-            )],
-            now(),
-        );
-        assert!(t.synced() && t.sync_error().is_none());
-        assert_eq!(
-            t.as_elections().unwrap().election("/b/1").unwrap().joins(),
-            1
-        );
-        assert_eq!(t.content_kind(), ContentKind::Election);
-    }
-
-    #[test]
-    fn a_listing_in_parts_is_a_listing() {
-        let mut t = Tree::elections(TreePattern::parse("/b/*").unwrap(), IdentityMode::Node);
-        t.apply_listing(
-            vec![
-                ("/b/1".into(), vec![child("n_0000000001")]),
-                ("/b/2".into(), vec![child("n_0000000001")]),
-            ],
-            now(),
-        );
-        // A resync in two parts: /b/2 is gone, /b/3 is new, /b/1 switched.
-        t.mark_unsynced();
-        t.apply_listing_part(vec![("/b/1".into(), vec![child("n_0000000002")])], now());
-        assert!(!t.synced(), "not synced until the listing ends");
-        t.apply_listing_part(vec![("/b/3".into(), vec![])], now());
-        t.finish_listing(&|p| p == "/b/1" || p == "/b/3", now());
-        let e = t.as_elections().unwrap();
-        assert!(t.synced());
-        assert_eq!(
-            e.elections().map(|(p, _)| p).collect::<Vec<_>>(),
-            ["/b/1", "/b/3"]
-        );
-        assert_eq!(
-            e.election("/b/1").unwrap().changes(),
-            1,
-            "counted as a resync"
-        );
-    }
-
-    #[test]
-    fn groups_are_fed_the_same_way() {
-        let spec = GroupSpec {
-            member: IdentityMode::Node,
-            min_members: None,
-            export_members: false,
-            alive: None,
-        };
-        let mut t = Tree::groups(TreePattern::parse("/svc/*").unwrap(), spec);
-        t.apply_listing(vec![("/svc/api".into(), vec![child("10.0.0.1:80")])], now());
-        t.child_upserted("/svc/api", child("10.0.0.2:80"), now());
-        assert_eq!(
-            (
-                t.parent_count(),
-                t.node_counts().ephemeral,
-                t.node_counts().nodes
-            ),
-            (1, 2, 3)
-        );
-        assert!(t.has_parent("/svc/api"));
-        assert_eq!(t.content_kind(), ContentKind::Group);
-        assert_eq!(t.child_names("/svc/api").len(), 2);
-    }
-}
+mod tests;
