@@ -1,180 +1,280 @@
-//! The lease source at scale against a real ZooKeeper and Debian's
-//! PostgreSQL: N elections (x 3 candidates) and an N-row lease table.
-//! Two agents watch the same elections, one reading the table every
-//! second, one not, both scraped alike (every 5 s); over R readings:
+//! The split-brain guard at scale against a real ZooKeeper and Debian's
+//! MariaDB (or PostgreSQL with `LEASE_DB=postgres`): N elections × 2
+//! candidates (the bot fleet of benches/in_motion.rs) and the
+//! `master_lease` table of docs/split-brain.md with one row per election,
+//! each held by its master, and an index on `last_seen` as the docs
+//! recommend. The application's heartbeats renew 2,000 rows a second. Two
+//! agents watch the fleet, one reading the table with the lease defaults
+//! (`interval` 5 s, `timeout` 2 s, `full_every` 1 m; `LEASE_FULL_EVERY`
+//! overrides the last), one without a lease, both scraped alike every 5 s.
+//! Over R readings:
 //! - the query's time (`zookeeper_lease_query_duration_seconds` at each
-//!   scrape: median and max);
-//! - the agent's CPU per round, less the lease-less agent's over the same
-//!   time, and its memory (RSS) beside the lease-less agent's;
-//! - from a real split brain (one row taken over by another identity,
-//!   renewed) to the alert the agent pushed reaching a real Alertmanager,
-//!   with `split_brain_for = "0s"`.
+//!   scrape: median and max) and rows returned, failed readings;
+//! - the agent's CPU, less the lease-less agent's over the same time, and
+//!   the database server's CPU; both agents' memory;
+//! - three planted split brains (another identity takes a row and renews
+//!   it): until `/api/v1/elections/PATH` shows `split_brain`, and until the
+//!   alert the agent pushed (`split_brain_for = "0s"`) is active in a real
+//!   Alertmanager.
 //!
-//! Run: cargo bench --bench lease [-- N R]   (default 100000 and 30; needs
-//! Debian's `zookeeper` and `postgresql` and `prometheus-alertmanager`;
-//! minutes, and a 3 GiB ZooKeeper heap)
+//! Run: cargo bench --bench lease [-- N R]   (default 100000 and 24; minutes)
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::database::{Database, Engine};
+use common::fleet::{AgentProcess, Fleet, status_mib};
 use common::program::{alertmanager, alerts_in_alertmanager};
 use common::*;
 
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+/// Rows the application's heartbeats renew per second.
+const HEARTBEATS: u64 = 2_000;
 
 fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let args: Vec<String> = std::env::args()
+fn metric(port: u16, name: &str) -> Option<f64> {
+    let (status, body) = http_get(port, "/metrics").ok()?;
+    if status != 200 {
+        return None;
+    }
+    body.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .reduce(|a, b| a + b)
+}
+
+/// The heartbeats: `HEARTBEATS` rows a second, each renewed by its master
+/// (`dev-I-a`) for an hour, in batches of 100 every 50 ms, round the table.
+fn heartbeats(db: &Database, n: usize, stop: Arc<AtomicBool>, written: Arc<AtomicU64>) {
+    let dsn = db.app_dsn();
+    let engine = db.engine;
+    tokio::spawn(async move {
+        use sqlx::Connection;
+        let mut conn = sqlx::AnyConnection::connect(&dsn).await.unwrap();
+        let mut next = 0usize;
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        while !stop.load(Ordering::Relaxed) {
+            tick.tick().await;
+            let batch = (HEARTBEATS / 20) as usize;
+            let keys: Vec<String> = (0..batch)
+                .map(|k| format!("'bot_{}'", (next + k) % n))
+                .collect();
+            next = (next + batch) % n;
+            let sql = match engine {
+                Engine::MariaDb => format!(
+                    "UPDATE master_lease SET last_seen = NOW(3), lease_until = NOW(3) + INTERVAL 1 HOUR WHERE bot_id IN ({})",
+                    keys.join(",")
+                ),
+                Engine::Postgres => format!(
+                    "UPDATE master_lease SET last_seen = now(), lease_until = now() + interval '1 hour' WHERE bot_id IN ({})",
+                    keys.join(",")
+                ),
+            };
+            if sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .is_ok()
+            {
+                written.fetch_add(batch as u64, Ordering::Relaxed);
+            }
+        }
+    });
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.replace('_', "").parse().ok())
         .collect();
-    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(30);
-    // SAFETY: set before any thread reads the environment.
-    unsafe { std::env::set_var("ZKEE_ZK_HEAP", "3g") };
+    let n = args.first().copied().unwrap_or(100_000);
+    let rounds = args.get(1).copied().unwrap_or(24);
+    let engine = match std::env::var("LEASE_DB").as_deref() {
+        Ok("postgres") => Engine::Postgres,
+        _ => Engine::MariaDb,
+    };
+    let full_every = std::env::var("LEASE_FULL_EVERY").unwrap_or_else(|_| "1m".into());
+    common::fleet::runtime().block_on(run(n, rounds, engine, full_every));
+}
+
+async fn run(n: usize, rounds: usize, engine: Engine, full_every: String) {
     let zk = ZkServer::start();
-    let db = Database::start(Engine::Postgres).await;
+    let fleet = Fleet::lay_out(&zk, "/wechat/bots", n).await;
+    let db = Database::start(engine).await;
     db.create_lease_table("master_lease").await;
-    // Every row held an hour by "sim", written an hour ago: before any
-    // master took over, so `handing_over`, judged in full every round.
-    db.exec(&format!(
-        "INSERT INTO master_lease SELECT 'bot_' || lpad(i::text, 5, '0'), 'sim', now() - interval '1 hour', now() + interval '1 hour' FROM generate_series(0, {}) AS i",
-        n - 1
-    ))
-    .await;
-    let base = "/bench_lease";
-    let mut sim = simulated_elections(&zk, base, n);
+    let t = Instant::now();
+    let fill = match engine {
+        Engine::MariaDb => format!(
+            "INSERT INTO master_lease SELECT CONCAT('bot_', seq), CONCAT('dev-', seq, '-a'), NOW(3), NOW(3) + INTERVAL 1 HOUR FROM seq_0_to_{}",
+            n - 1
+        ),
+        Engine::Postgres => format!(
+            "INSERT INTO master_lease SELECT 'bot_' || i, 'dev-' || i || '-a', now(), now() + interval '1 hour' FROM generate_series(0, {}) AS i",
+            n - 1
+        ),
+    };
+    db.exec(&fill).await;
+    println!("(r) {n} lease rows written in {:.1?}", t.elapsed());
+    let db_pid: u32 = db.server_pid();
     let am = alertmanager("am-bench-lease");
-    let cluster = |lease: &str| {
+    let config = |lease: &str| {
         format!(
             "[alerting]\nalertmanagers = [\"http://127.0.0.1:{}\"]\nresend_interval = \"1s\"\n\
              [[clusters]]\nname = \"bench\"\nservers = [\"{}\"]\nmax_elections = {}\n\
              [clusters.four_letter_words]\nenabled = false\n\
-             [[clusters.elections]]\npath = \"{base}/*\"\n{lease}\n",
+             [[clusters.elections]]\npath = \"/wechat/bots/*\"\n{lease}\n",
             am.port,
             zk.address(),
             n + 10
         )
     };
-    let leased = Exporter::start(&cluster(&format!(
-        "lease = {{ dsn_file = \"{}\", password_file = \"{}\", interval = \"1s\", timeout = \"10s\", split_brain_for = \"0s\" }}",
+    let leased_config = config(&format!(
+        "lease = {{ dsn_file = \"{}\", password_file = \"{}\", full_every = \"{full_every}\", split_brain_for = \"0s\" }}",
         db.dsn_file.display(),
         db.password_file.display()
-    )));
-    let plain = Exporter::start(&cluster(""));
+    ));
+    let plain_config = config("");
+    let (leased, _) =
+        tokio::task::spawn_blocking(move || AgentProcess::start("bench-lease", &leased_config))
+            .await
+            .unwrap();
+    let (plain, _) =
+        tokio::task::spawn_blocking(move || AgentProcess::start("bench-plain", &plain_config))
+            .await
+            .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    heartbeats(&db, n, stop.clone(), written.clone());
     let all = n as f64;
-    for agent in [&leased, &plain] {
-        agent
-            .until("every election watched", Duration::from_secs(900), |m| {
-                m.sum("zookeeper_tree_elections", &[]) == Some(all)
-            })
-            .await;
-    }
-    leased
-        .until("every election judged", Duration::from_secs(300), |m| {
-            m.get(
-                "zookeeper_tree_lease_elections",
-                &[("state", "handing_over")],
-            ) == Some(all)
-        })
-        .await;
-    let readings = |a: &Exporter| {
-        a.metrics()
-            .ok()
-            .and_then(|m| m.get("zookeeper_lease_readings_total", &[]))
-            .unwrap_or(0.0)
-    };
-    let (cpu_leased, cpu_plain) = (cpu_seconds(leased.pid()), cpu_seconds(plain.pid()));
-    let first = readings(&leased);
+    let port = leased.port;
+    wait_for_async("every election agrees", Duration::from_secs(900), || {
+        let agree = metric(port, "zookeeper_tree_lease_elections{ensemble=\"bench\",tree=\"/wechat/bots/*\",state=\"agrees\"}");
+        if agree == Some(all) { Ok(()) } else { Err(format!("{agree:?}")) }
+    })
+    .await;
+    let readings = |port| metric(port, "zookeeper_lease_readings_total").unwrap_or(0.0);
+    let failures = |port| metric(port, "zookeeper_lease_failures_total").unwrap_or(0.0);
+    let (cpu_leased, cpu_plain, cpu_db) = (
+        cpu_seconds(leased.id()),
+        cpu_seconds(plain.id()),
+        cpu_seconds(db_pid),
+    );
+    let (first, failed_before, wrote_before) = (
+        readings(port),
+        failures(port),
+        written.load(Ordering::Relaxed),
+    );
     let started = Instant::now();
-    let mut query = Vec::new();
+    let (mut query, mut rows) = (Vec::new(), Vec::new());
     let mut last = first;
     while last < first + rounds as f64 {
-        // Both agents scraped alike, every 5 s, so the difference is the
-        // lease's: its queries, its judging and its series in each scrape.
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let _ = plain.metrics();
-        let m = leased.metrics().ok();
-        if let Some(m) = m {
-            if let Some(q) = m.get("zookeeper_lease_query_duration_seconds", &[]) {
-                query.push(q);
-            }
-            last = m.get("zookeeper_lease_readings_total", &[]).unwrap_or(last);
+        let _ = http_get(plain.port, "/metrics");
+        if let Some(q) = metric(port, "zookeeper_lease_query_duration_seconds") {
+            query.push(q);
         }
+        if let Some(r) = metric(port, "zookeeper_lease_query_rows") {
+            rows.push(r);
+        }
+        last = readings(port).max(last);
     }
-    let took = started.elapsed();
+    let took = started.elapsed().as_secs_f64();
     let done = last - first;
-    let cpu = (cpu_seconds(leased.pid()) - cpu_leased) - (cpu_seconds(plain.pid()) - cpu_plain);
-    let (rss_leased, rss_plain) = (rss_mib(leased.pid()), rss_mib(plain.pid()));
+    let failed = failures(port) - failed_before;
+    let heartbeat_rate = (written.load(Ordering::Relaxed) - wrote_before) as f64 / took;
+    let agent = (cpu_seconds(leased.id()) - cpu_leased) / took;
+    let lease_share = agent - (cpu_seconds(plain.id()) - cpu_plain) / took;
+    let db_share = (cpu_seconds(db_pid) - cpu_db) / took;
+    let agrees = metric(
+        port,
+        "zookeeper_tree_lease_elections{ensemble=\"bench\",tree=\"/wechat/bots/*\",state=\"agrees\"}",
+    );
+    let (rss_leased, rss_plain) = (
+        status_mib(leased.id(), "VmRSS:"),
+        status_mib(plain.id(), "VmRSS:"),
+    );
 
-    // One election's master writes its own lease: the set has shown that
-    // its holders are named as its candidates (split brain needs that).
-    let (_, body) = http_get(leased.port, &format!("/api/v1/elections{base}/bot_00007")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let master = v["elections"][0]["master"]["identity"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    db.exec(&db.lease_write("master_lease", "bot_00007", &master, 3600.0))
+    // Planted split brains: another identity takes a row after its master
+    // took over and renews it (as a partitioned old master would).
+    let mut shown = Vec::new();
+    let mut pushed = Vec::new();
+    for (k, i) in [42usize, n / 2 + 7, n - 3].into_iter().enumerate() {
+        let key = format!("bot_{i}");
+        let election = fleet.election(i);
+        tokio::time::sleep(Duration::from_millis(1700 * k as u64)).await;
+        let planted = Instant::now();
+        let renew = common::database::Renewer::start(&db, &key, "rogue", 3600.0);
+        let path = format!("/api/v1/elections{election}");
+        wait_for_async(
+            "the split brain in the API",
+            Duration::from_secs(60),
+            || {
+                let (_, body) = http_get(port, &path)?;
+                let v: serde_json::Value =
+                    serde_json::from_str(&body).map_err(|e| e.to_string())?;
+                match v["elections"][0]["lease"]["verdict"].as_str() {
+                    Some("split_brain") => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
         .await;
-    leased
-        .until("an election agrees", Duration::from_secs(60), |m| {
-            m.get("zookeeper_tree_lease_elections", &[("state", "agrees")]) == Some(1.0)
-        })
+        shown.push(planted.elapsed().as_secs_f64());
+        wait_for_async(
+            "the split brain in Alertmanager",
+            Duration::from_secs(60),
+            || {
+                let n = alerts_in_alertmanager(&am, "ZooKeeperElectionSplitBrain")?
+                    .iter()
+                    .filter(|a| a["election"] == election.as_str())
+                    .count();
+                if n == 1 { Ok(()) } else { Err(format!("{n}")) }
+            },
+        )
         .await;
-    // A real split brain: another identity takes bot_00042's row and
-    // renews it; the agent pushes at its first reading after.
-    let key = "bot_00042";
-    let election = format!("{base}/{key}");
-    let taken = Instant::now();
-    db.exec(&db.lease_write("master_lease", key, "rogue", 3600.0))
-        .await;
-    wait_for_async(
-        "the split brain in Alertmanager",
-        Duration::from_secs(60),
-        || {
-            let n = alerts_in_alertmanager(&am, "ZooKeeperElectionSplitBrain")?
-                .iter()
-                .filter(|a| a["election"] == election.as_str())
-                .count();
-            if n == 1 { Ok(()) } else { Err(format!("{n}")) }
-        },
-    )
-    .await;
-    let pushed = taken.elapsed();
+        pushed.push(planted.elapsed().as_secs_f64());
+        renew.stop().await;
+    }
+    stop.store(true, Ordering::Relaxed);
 
     println!(
-        "lease source, {n} elections x 3 candidates, a {n}-row table (PostgreSQL), interval 1s"
+        "lease guard: {n} elections x 2 candidates, a {n}-row table on {}, heartbeats {heartbeat_rate:.0} rows/s, interval 5s, timeout 2s, full_every {full_every}",
+        engine.tag()
     );
     println!(
-        "  query: median {:.3} s, max {:.3} s over {} scrapes",
+        "  {done} readings in {took:.0} s, {failed} failed; query median {:.3} s, max {:.3} s; rows returned median {:.0}",
         median(query.clone()),
         query.iter().copied().fold(0.0, f64::max),
-        query.len()
+        median(rows)
     );
     println!(
-        "  agent CPU per reading: {:.3} s (less the lease-less agent's), {done} readings in {took:.1?}",
-        cpu / done.max(1.0)
+        "  CPU: agent {:.1} % of a core ({:.1} % for the lease, less the lease-less agent's), database server {:.1} %",
+        agent * 100.0,
+        lease_share * 100.0,
+        db_share * 100.0
     );
+    println!("  every election agrees: {}", agrees == Some(all));
     println!("  RSS: {rss_leased:.0} MiB with the lease, {rss_plain:.0} MiB without");
-    println!("  split brain written -> pushed alert active in Alertmanager: {pushed:.2?}");
-    let _ = sim.kill();
-    let _ = sim.wait();
+    println!(
+        "  split brain planted -> shown in the API: {}; -> pushed alert active in Alertmanager: {}",
+        shown
+            .iter()
+            .map(|s| format!("{s:.1} s"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        pushed
+            .iter()
+            .map(|s| format!("{s:.1} s"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }

@@ -284,3 +284,108 @@ async fn postgres_over_tls() {
 async fn mariadb_over_tls() {
     over_tls(Engine::MariaDb).await;
 }
+
+/// Between readings of every row the agent reads only the rows written
+/// lately: a table of 300 rows, of which the masters of three elections
+/// renew theirs, costs three rows a reading; every row is read again each
+/// `full_every`, which is when a deleted row is seen (`no_row`); with
+/// `full_every = "0s"` every reading reads every row.
+async fn reads_what_changed(engine: Engine) {
+    let zk = shared_server();
+    let db = Database::start(engine).await;
+    db.create_lease_table("master_lease").await;
+    // 297 rows of bots this agent does not watch, written an hour ago.
+    let old = |i: u32| {
+        format!(
+            "('other_{i}', 'sim', {}, {})",
+            db.now_plus(-3600.0),
+            db.now_plus(3600.0)
+        )
+    };
+    let rows: Vec<String> = (0..297).map(old).collect();
+    db.exec(&format!(
+        "INSERT INTO master_lease VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    let base = unique_path(&format!("changed_{}", engine.tag()));
+    let admin = client(&zk.address()).await;
+    let owner = client(&zk.address()).await;
+    for bot in ["bot_1", "bot_2", "bot_3"] {
+        let path = format!("{base}/bots/{bot}");
+        mkdir(&admin, &path).await;
+        candidate(&owner, &path, "n_", format!("inst-{bot}").as_bytes()).await;
+        db.exec(&db.lease_write("master_lease", bot, &format!("inst-{bot}"), 3600.0))
+            .await;
+    }
+    let agent = |full_every: &str| {
+        Exporter::start(&format!(
+            "[[clusters]]\nname = \"changed\"\nservers = [\"{zk}\"]\n\
+             [[clusters.elections]]\npath = \"{base}/bots/*\"\n{}\n",
+            lease(
+                &db,
+                "master_lease",
+                &format!(", full_every = \"{full_every}\"")
+            ),
+            zk = zk.address(),
+        ))
+    };
+    let (changed, every) = (agent("6s"), agent("0s"));
+    let tree = format!("{base}/bots/*");
+    for bot in ["bot_1", "bot_2", "bot_3"] {
+        until_state(&changed, &format!("{base}/bots/{bot}"), "agrees").await;
+    }
+    // A reading of what changed: the three masters' rows (written within
+    // the window), not the 297 others; the table still holds all 300.
+    changed
+        .until_values(
+            "a reading of the three rows written lately",
+            T,
+            &[
+                ("zookeeper_lease_query_rows", &[("tree", &tree)], Some(3.0)),
+                ("zookeeper_lease_rows", &[("tree", &tree)], Some(300.0)),
+                (
+                    "zookeeper_lease_rows_unmatched",
+                    &[("tree", &tree)],
+                    Some(297.0),
+                ),
+            ],
+        )
+        .await;
+    // Another instance takes bot_2's row after its master took over: the
+    // reading of what changed shows the split brain (no reading of every
+    // row needed).
+    db.exec(&db.lease_write("master_lease", "bot_2", "rogue", 3600.0))
+        .await;
+    until_state(&changed, &format!("{base}/bots/bot_2"), "split_brain").await;
+    // bot_3's row is deleted: seen at the next reading of every row.
+    db.exec("DELETE FROM master_lease WHERE bot_id = 'bot_3'")
+        .await;
+    until_state(&changed, &format!("{base}/bots/bot_3"), "no_row").await;
+    changed
+        .until("the table without bot_3's row", T, |m| {
+            m.get("zookeeper_lease_rows", &[("tree", &tree)]) == Some(299.0)
+        })
+        .await;
+    // With full_every = "0s" every reading reads every row.
+    let m = every
+        .until("a reading of every row", T, |m| {
+            m.get("zookeeper_lease_readings_total", &[("tree", &tree)])
+                .is_some_and(|n| n >= 3.0)
+        })
+        .await;
+    assert_eq!(
+        m.get("zookeeper_lease_query_rows", &[("tree", &tree)]),
+        Some(299.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reads_what_changed() {
+    reads_what_changed(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_reads_what_changed() {
+    reads_what_changed(Engine::MariaDb).await;
+}

@@ -241,7 +241,7 @@ impl ElectionBody {
                 let row = elections.lease_row(path);
                 LeaseBody {
                     heartbeat_age_seconds: row.map(|r| r.heartbeat_age),
-                    holder: row.map(|r| r.holder.clone()),
+                    holder: row.map(|r| r.holder.to_owned()),
                     key: elections
                         .spec()
                         .lease

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::ConfigError;
 use super::raw::RawLease;
 use super::validate::{Bounds, bounded_duration};
-use crate::model::lease::{LeaseKey, LeaseSpec};
+use crate::model::lease::{KeyPaths, LeaseKey, LeaseSpec};
 
 /// The database a DSN names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,9 @@ pub struct LeaseSource {
     pub timeout: Duration,
     /// Most rows read per query.
     pub max_rows: u64,
+    /// How often every row is read; the readings between read only the
+    /// rows written since (`ZERO`: every reading reads every row).
+    pub full_every: Duration,
     /// The session time zone: the zone the application's timestamps
     /// without time zone are written in (UTC by default).
     pub time_zone: Option<String>,
@@ -138,6 +141,12 @@ pub(super) fn validate_lease(
             "must be between 1 and 10000000",
         ));
     }
+    let full_every = bounded_duration(
+        &key("full_every"),
+        raw.full_every.as_deref(),
+        Duration::from_secs(60),
+        &HOLD,
+    )?;
     let time_zone = time_zone(&key("time_zone"), raw.time_zone.as_ref())?;
     let key_from = key_from(&key("key_from"), raw.key_from.as_deref(), pattern)?;
     let source = LeaseSource {
@@ -161,9 +170,12 @@ pub(super) fn validate_lease(
         interval,
         timeout,
         max_rows,
+        full_every,
         time_zone,
     };
+    let paths = KeyPaths::of(&key_from, pattern.segments(), pattern.node());
     let spec = LeaseSpec {
+        paths,
         key: key_from,
         split_brain_for: bounded_duration(
             &key("split_brain_for"),

@@ -261,6 +261,7 @@ pub(super) struct RawLease {
     pub(super) interval: Option<String>,
     pub(super) timeout: Option<String>,
     pub(super) max_rows: Option<u64>,
+    pub(super) full_every: Option<String>,
     pub(super) time_zone: Option<String>,
     pub(super) split_brain_for: Option<String>,
     pub(super) expired_for: Option<String>,

@@ -366,6 +366,7 @@ struct Lease {
     interval: String,
     timeout: String,
     max_rows: u64,
+    full_every: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     time_zone: Option<String>,
     split_brain_for: String,
@@ -430,6 +431,7 @@ fn election(e: &ElectionConfig) -> Election {
                 interval: d(l.interval),
                 timeout: d(l.timeout),
                 max_rows: l.max_rows,
+                full_every: d(l.full_every),
                 time_zone: l.time_zone.clone(),
                 split_brain_for: d(spec.split_brain_for),
                 expired_for: d(spec.expired_for),

@@ -12,14 +12,14 @@ use super::encode::*;
 use super::trees::each_tree;
 use super::{Scrape, names};
 use crate::model::election_tree::ElectionTree;
-use crate::model::lease::{Failure, LeaseBook, LeaseRow, Reject, Verdict};
+use crate::model::lease::{Failure, LeaseBook, Reject, RowAt, Verdict};
 
 /// One exported election of a leased set while its source reads.
 struct Leased<'a> {
     cluster: &'a str,
     path: &'a str,
     verdict: Option<Verdict>,
-    row: Option<&'a LeaseRow>,
+    row: Option<RowAt<'a>>,
 }
 
 fn leased<'a>(s: &Scrape<'a>) -> Vec<Leased<'a>> {
@@ -105,12 +105,14 @@ pub(super) fn encode_leases(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Res
         |m| {
             each(&mut |l, r| {
                 r.row
-                    .map_or(Ok(()), |row| gauge(m, &l.with("holder", &row.holder), 1.0))
+                    .map_or(Ok(()), |row| gauge(m, &l.with("holder", row.holder), 1.0))
             })
         },
     )?;
     encode_sources(enc, s)
 }
+
+const QUERY_ROWS_HELP: &str = "Rows the last lease query returned: every row at a reading of every row (each lease.full_every), the rows written lately otherwise.";
 
 /// The last reading of a tree's lease source.
 fn last(tree: &crate::model::tree::Tree) -> Option<&crate::model::lease::LeaseReading> {
@@ -173,6 +175,17 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     )?;
     family(
         enc,
+        names::LEASE_QUERY_ROWS,
+        QUERY_ROWS_HELP,
+        MetricType::Gauge,
+        |m| {
+            each_tree(clusters, |l, t| {
+                last(t).map_or(Ok(()), |r| gauge(m, l, r.returned as f64))
+            })
+        },
+    )?;
+    family(
+        enc,
         names::LEASE_LAST_READING_TIMESTAMP_SECONDS,
         "Unix time the last successful lease query was sent.",
         MetricType::Gauge,
@@ -186,7 +199,7 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     family(
         enc,
         names::LEASE_ROWS,
-        "Usable rows of the last reading.",
+        "Usable rows of the table as the readings built it: every row of the last reading of every row, with the rows written since laid over.",
         MetricType::Gauge,
         |m| {
             each_tree(clusters, |l, t| {
@@ -197,7 +210,7 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     family(
         enc,
         names::LEASE_ROWS_REJECTED,
-        "Rows of the last reading not used, by reason: null (a NULL or unconvertible column, an empty holder), too_long (key), duplicate (a key in several rows), future (last_seen in the database's future: a time-zone mismatch), over_cap (1 when the table had more than max_rows rows).",
+        "Rows of the last reading of every row not used, by reason: null (a NULL or unconvertible column, an empty holder), too_long (key), duplicate (a key in several rows), future (last_seen in the database's future: a time-zone mismatch), over_cap (1 when the table had more than max_rows rows).",
         MetricType::Gauge,
         |m| {
             each_tree(clusters, |l, t| {
@@ -215,7 +228,7 @@ fn encode_sources(enc: &mut DescriptorEncoder, s: &Scrape) -> fmt::Result {
     family(
         enc,
         names::LEASE_ROWS_UNMATCHED,
-        "Usable rows of the last reading whose key no watched election has.",
+        "Usable rows of the table whose key no watched election has (counted anew at each reading of every row, and for the rows new since).",
         MetricType::Gauge,
         |m| {
             each_tree(clusters, |l, t| {

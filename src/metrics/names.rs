@@ -47,6 +47,7 @@ pub const LEASE_FAILURES: &str = "zookeeper_lease_failures";
 pub const LEASE_QUERY_DURATION_SECONDS: &str = "zookeeper_lease_query_duration_seconds";
 pub const LEASE_LAST_READING_TIMESTAMP_SECONDS: &str =
     "zookeeper_lease_last_reading_timestamp_seconds";
+pub const LEASE_QUERY_ROWS: &str = "zookeeper_lease_query_rows";
 pub const LEASE_ROWS: &str = "zookeeper_lease_rows";
 pub const LEASE_ROWS_REJECTED: &str = "zookeeper_lease_rows_rejected";
 pub const LEASE_ROWS_UNMATCHED: &str = "zookeeper_lease_rows_unmatched";
@@ -217,6 +218,7 @@ pub const ALL: &[&str] = &[
     LEASE_READINGS,
     LEASE_FAILURES,
     LEASE_QUERY_DURATION_SECONDS,
+    LEASE_QUERY_ROWS,
     LEASE_LAST_READING_TIMESTAMP_SECONDS,
     LEASE_ROWS,
     LEASE_ROWS_REJECTED,

@@ -19,8 +19,18 @@
 //! - a failed or timed-out query is no reading: the last verdicts are
 //!   neither extended nor cleared (see [`LeaseBook::fresh`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant, SystemTime};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::journal::Cursor;
+
+mod key;
+mod reading;
+
+pub use key::{KeyPaths, LeaseKey};
+pub use reading::{FUTURE_TOLERANCE, LeaseReading, LeaseRow, Reject, RowAt};
 
 /// An election set's lease settings the model needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,207 +41,9 @@ pub struct LeaseSpec {
     pub split_brain_for: Duration,
     /// How long a master's expired lease must hold before it alerts.
     pub expired_for: Duration,
-}
-
-/// How an election's lease key follows from its path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseKey {
-    /// The election node's own name (`/wechat/bots/bot_1234` → `bot_1234`).
-    Name,
-    /// The election's whole path.
-    Path,
-    /// What the glob's `*` segments matched, joined by `/`: the segment
-    /// positions (0 for the first below `/`). `/flink/*/leader/latch` →
-    /// the cluster id; `/apps/*/bots/*` → `app1/bot_7`.
-    Capture(Box<[usize]>),
-}
-
-impl LeaseKey {
-    pub fn of<'a>(&self, election: &'a str) -> std::borrow::Cow<'a, str> {
-        use std::borrow::Cow;
-        match self {
-            LeaseKey::Name => Cow::Borrowed(election.rsplit('/').next().unwrap_or(election)),
-            LeaseKey::Path => Cow::Borrowed(election),
-            LeaseKey::Capture(at) => {
-                let segments: Vec<&str> = election.trim_start_matches('/').split('/').collect();
-                let mut parts = at.iter().filter_map(|&i| segments.get(i).copied());
-                match at.len() {
-                    1 => Cow::Borrowed(parts.next().unwrap_or("")),
-                    _ => Cow::Owned(parts.collect::<Vec<_>>().join("/")),
-                }
-            }
-        }
-    }
-}
-
-/// One usable lease row, as the database computed it at the reading.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeaseRow {
-    /// Who holds the lease, cleaned and cut like an identity.
-    pub holder: String,
-    /// `lease_until - now()`: negative once expired.
-    pub remaining: f64,
-    /// `now() - last_seen`: how long ago the holder last wrote.
-    pub heartbeat_age: f64,
-    /// Whether a watched election has this row's key (set when the
-    /// reading is taken up).
-    pub matched: bool,
-}
-
-/// Why a row was not used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Reject {
-    /// A column was NULL or not convertible.
-    Null,
-    /// The key was longer than any election key the agent keeps.
-    TooLong,
-    /// Two rows had the same key: neither is the lease.
-    Duplicate,
-    /// `last_seen` lies in the database's future: the application writes
-    /// in another time zone than the agent reads (see `time_zone`).
-    Future,
-    /// Past the row cap: not read.
-    OverCap,
-}
-
-impl Reject {
-    pub const ALL: [Reject; 5] = [
-        Reject::Null,
-        Reject::TooLong,
-        Reject::Duplicate,
-        Reject::Future,
-        Reject::OverCap,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Reject::Null => "null",
-            Reject::TooLong => "too_long",
-            Reject::Duplicate => "duplicate",
-            Reject::Future => "future",
-            Reject::OverCap => "over_cap",
-        }
-    }
-}
-
-/// How far in the future `last_seen` may lie before the row is not
-/// believed: the query's own latency and the databases' timestamp
-/// rounding stay well below it.
-pub const FUTURE_TOLERANCE: f64 = 1.0;
-
-/// One successful query of a lease table.
-#[derive(Debug, Clone, Default)]
-pub struct LeaseReading {
-    /// When the query was sent (wall clock of the agent); the database's
-    /// `now()` lies after it, so `started - heartbeat_age` is no later than
-    /// the holder's last write.
-    pub started: Option<SystemTime>,
-    /// The same moment on the agent's monotonic clock, which the
-    /// election models keep their periods on.
-    pub started_mono: Option<Instant>,
-    /// How long the query took.
-    pub took: Duration,
-    /// Usable rows by key.
-    pub rows: HashMap<Box<str>, LeaseRow>,
-    /// Rows not used, by reason.
-    pub rejected: BTreeMap<Reject, u64>,
-    /// Keys whose rows could not be used (several rows, a NULL or a
-    /// future `last_seen`): not absent, and not judged.
-    pub unjudged: std::collections::HashSet<Box<str>>,
-}
-
-impl LeaseReading {
-    /// A reading started at `started` (wall clock).
-    pub fn new(started: SystemTime) -> Self {
-        Self {
-            started: Some(started),
-            ..Self::default()
-        }
-    }
-
-    /// A reading started at `now`.
-    pub fn at(now: super::now::Now) -> Self {
-        Self {
-            started: Some(now.wall),
-            started_mono: Some(now.mono),
-            ..Self::default()
-        }
-    }
-
-    /// The wall-clock time of monotonic instant `at`, by the pair of
-    /// clocks the reading started with.
-    pub fn wall_of(&self, at: Instant) -> Option<SystemTime> {
-        let (mono, wall) = (self.started_mono?, self.started?);
-        Some(match mono.checked_duration_since(at) {
-            Some(ago) => wall.checked_sub(ago).unwrap_or(wall),
-            None => wall + at.saturating_duration_since(mono),
-        })
-    }
-
-    /// Whether the reading saw every row: a key missing from a capped
-    /// reading may simply not have been read.
-    pub fn complete(&self) -> bool {
-        !self.rejected.contains_key(&Reject::OverCap)
-    }
-
-    pub fn reject(&mut self, why: Reject) {
-        *self.rejected.entry(why).or_default() += 1;
-    }
-
-    /// Adds one row as the database returned it; each `None` is a NULL.
-    /// The key is kept as given (the caller cut it to its limit and says
-    /// whether it was longer); the holder is cleaned like an identity.
-    pub fn add(
-        &mut self,
-        key: Option<(String, bool)>,
-        holder: Option<String>,
-        remaining: Option<f64>,
-        heartbeat_age: Option<f64>,
-    ) {
-        let Some((key, cut)) = key else {
-            return self.reject(Reject::Null);
-        };
-        if cut {
-            return self.reject(Reject::TooLong);
-        }
-        let key: Box<str> = key.into();
-        let holder = holder.map(|h| super::candidate::clean_identity(&h));
-        let (Some(holder), Some(remaining), Some(age)) = (holder, remaining, heartbeat_age) else {
-            return self.unusable(key, Reject::Null);
-        };
-        if !remaining.is_finite() || !age.is_finite() || holder.is_empty() {
-            return self.unusable(key, Reject::Null);
-        }
-        if age < -FUTURE_TOLERANCE {
-            return self.unusable(key, Reject::Future);
-        }
-        if self.unjudged.contains(&key) {
-            return self.reject(Reject::Duplicate);
-        }
-        let row = LeaseRow {
-            holder,
-            remaining,
-            heartbeat_age: age.max(0.0),
-            matched: false,
-        };
-        if self.rows.insert(key.clone(), row).is_some() {
-            self.rows.remove(&key);
-            self.unjudged.insert(key);
-            // Both rows go: the first was counted as used.
-            *self.rejected.entry(Reject::Duplicate).or_default() += 2;
-        }
-    }
-
-    /// A row of `key` that cannot be used: the key is present, so its
-    /// election is not judged (neither by this row nor as having none).
-    fn unusable(&mut self, key: Box<str>, why: Reject) {
-        self.reject(why);
-        if self.rows.remove(&key).is_some() {
-            // An earlier usable row of the same key: a duplicate after all.
-            self.reject(Reject::Duplicate);
-        }
-        self.unjudged.insert(key);
-    }
+    /// How an election's path follows from its key, for the rows a
+    /// reading of what changed brings.
+    pub paths: KeyPaths,
 }
 
 /// What the lease says of one election, against ZooKeeper's master.
@@ -318,12 +130,12 @@ pub fn judge(zk: ZkSide<'_>, row: Option<&LeaseRow>, reading: &LeaseReading) -> 
             let Some(row) = row else {
                 return reading.complete().then_some(Verdict::NoRow);
             };
-            let unexpired = row.remaining > 0.0;
+            let unexpired = reading.unexpired(row);
             Some(match (row.holder == identity, unexpired) {
                 (true, true) => Verdict::Agrees,
                 (true, false) => Verdict::Expired,
                 (false, false) => Verdict::NotTaken,
-                (false, true) if wrote_after(started, row.heartbeat_age, since) => {
+                (false, true) if wrote_after(started, reading.heartbeat_age(row), since) => {
                     Verdict::SplitBrain
                 }
                 (false, true) => Verdict::HandingOver,
@@ -331,7 +143,7 @@ pub fn judge(zk: ZkSide<'_>, row: Option<&LeaseRow>, reading: &LeaseReading) -> 
         }
         ZkSide::Masterless { since } => {
             let row = row?;
-            (row.remaining > 0.0 && wrote_after(started, row.heartbeat_age, since))
+            (reading.unexpired(row) && wrote_after(started, reading.heartbeat_age(row), since))
                 .then_some(Verdict::NoCandidates)
         }
     }
@@ -407,6 +219,14 @@ pub struct LeaseBook {
     /// Whether any election of the set has agreed (its master holding its
     /// lease) at a reading: see [`confirmed`].
     pub agreed: bool,
+    /// Where the judging of the last reading left the tree's journal: the
+    /// elections changed since are judged at the next reading.
+    pub cursor: Option<Cursor>,
+    /// Unexpired rows by when they end (table clock), so that a reading
+    /// judges the leases that ran out since the last one without looking
+    /// at the others. An entry whose row was written since is stale and
+    /// skipped; each reading of every row builds it anew.
+    expiries: BinaryHeap<Reverse<(i64, Arc<str>)>>,
 }
 
 impl LeaseBook {
@@ -416,11 +236,60 @@ impl LeaseBook {
         self.last.is_some() && self.failing.is_none()
     }
 
-    /// Takes a reading.
-    pub fn succeeded(&mut self, reading: LeaseReading) {
+    /// Takes a reading: the keys whose rows it brought, or `None` when
+    /// anything may have changed (a first reading, one of every row).
+    pub fn succeeded(&mut self, reading: LeaseReading) -> Option<Vec<Arc<str>>> {
         self.readings += 1;
         self.failing = None;
-        self.last = Some(reading);
+        let changed = match &mut self.last {
+            Some(last) => last.take_up(reading),
+            None => {
+                self.last = Some(reading);
+                None
+            }
+        };
+        let last = self.last.as_ref().expect("set above");
+        let due = |(key, row): (&Arc<str>, &LeaseRow)| {
+            last.unexpired(row)
+                .then(|| Reverse((LeaseReading::until(row), key.clone())))
+        };
+        match &changed {
+            None => self.expiries = last.rows.iter().filter_map(due).collect(),
+            Some(keys) => {
+                let fresh = keys
+                    .iter()
+                    .filter_map(|k| last.rows.get_key_value(k))
+                    .filter_map(due);
+                self.expiries.extend(fresh);
+            }
+        }
+        changed
+    }
+
+    /// The keys whose leases ran out by the latest reading since the last
+    /// call (each lease once).
+    pub fn ran_out(&mut self) -> Vec<Arc<str>> {
+        let Some(last) = &self.last else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        while self
+            .expiries
+            .peek()
+            .is_some_and(|Reverse((until, _))| *until <= last.clock())
+        {
+            let Some(Reverse((until, key))) = self.expiries.pop() else {
+                break;
+            };
+            if last
+                .rows
+                .get(&key)
+                .is_some_and(|r| LeaseReading::until(r) == until)
+            {
+                out.push(key);
+            }
+        }
+        out
     }
 
     /// Records a failed attempt; true when it starts a failure or changes
@@ -437,11 +306,6 @@ impl LeaseBook {
         };
         self.failing = Some((why, message, since));
         new
-    }
-
-    /// The election's row in the last reading.
-    pub fn row(&self, key: &str) -> Option<&LeaseRow> {
-        self.last.as_ref()?.rows.get(key)
     }
 }
 

@@ -187,6 +187,12 @@ impl TreePattern {
         root
     }
 
+    /// For a node election: the election node's name below each matched
+    /// parent.
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
     /// All segments of the glob: `None` means "every child".
     pub fn segments(&self) -> &[Option<String>] {
         &self.segments

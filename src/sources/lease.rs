@@ -3,7 +3,12 @@
 //! (or failure) to the set's model.
 //!
 //! One query per set per interval, on one connection kept between
-//! readings and dropped after any failure. The database computes the
+//! readings and dropped after any failure. Every `full_every` (and first)
+//! the query reads every row; in between only the rows whose `last_seen`
+//! is recent, which the model lays over the rows it has: a heartbeat
+//! table of a million rows costs what its writers changed, and a deleted
+//! row or one written with an old `last_seen` is seen at the next reading
+//! of every row. The database computes the
 //! times (`lease_until - now()`, `now() - last_seen`), so no clock of
 //! another host enters; it cuts the strings (a huge holder costs the agent
 //! no more than the identity cap); the row cap is a `LIMIT`. The timeout
@@ -18,6 +23,8 @@ use futures::TryStreamExt;
 use sqlx::AnyConnection;
 use sqlx::any::AnyConnectOptions;
 use sqlx::{ConnectOptions, Connection, Row};
+use std::time::Duration;
+
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -60,9 +67,19 @@ fn quoted(dialect: Dialect, ident: &str) -> String {
         .join(".")
 }
 
+/// How far before the last reading a reading of what changed looks back,
+/// beyond the time between the two and the timeout: room for a write whose
+/// transaction committed after the last reading's snapshot, and for an
+/// application writing `last_seen` by a clock somewhat behind the
+/// database's. A write older than this when it commits is seen at the next
+/// reading of every row.
+pub const CHANGED_MARGIN: Duration = Duration::from_secs(10);
+
 /// The one query of a set: key, holder, seconds until the lease ends and
-/// seconds since the holder wrote, all computed by the database.
-pub fn query(dialect: Dialect, s: &LeaseSource) -> String {
+/// seconds since the holder wrote, all computed by the database. With
+/// `since`, only the rows whose `last_seen` lies less than that before the
+/// database's `now()` (an index on `last_seen` makes it a range scan).
+pub fn query(dialect: Dialect, s: &LeaseSource, since: Option<Duration>) -> String {
     let q = |i: &str| quoted(dialect, i);
     let (key, holder, until, seen, table) = (
         q(&s.key),
@@ -73,21 +90,58 @@ pub fn query(dialect: Dialect, s: &LeaseSource) -> String {
     );
     let limit = s.max_rows + 1;
     let key_chars = KEY_CHARS + 1;
+    // Whole microseconds: a number, never text, goes into the statement.
+    let micros = since.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
     match dialect {
         Dialect::Postgres => format!(
             "SELECT SUBSTRING(CAST({key} AS TEXT) FROM 1 FOR {key_chars}), \
              SUBSTRING(CAST({holder} AS TEXT) FROM 1 FOR {HOLDER_CHARS}), \
              CAST(EXTRACT(EPOCH FROM ({until} - now())) AS DOUBLE PRECISION), \
              CAST(EXTRACT(EPOCH FROM (now() - {seen})) AS DOUBLE PRECISION) \
-             FROM {table} LIMIT {limit}"
+             FROM {table}{} LIMIT {limit}",
+            micros.map_or(String::new(), |us| format!(
+                " WHERE {seen} >= now() - {us} * interval '1 microsecond'"
+            ))
         ),
         Dialect::MySql => format!(
             "SELECT SUBSTRING(CAST({key} AS CHAR), 1, {key_chars}), \
              SUBSTRING(CAST({holder} AS CHAR), 1, {HOLDER_CHARS}), \
              TIMESTAMPDIFF(MICROSECOND, NOW(6), {until}) / 1e6, \
              TIMESTAMPDIFF(MICROSECOND, {seen}, NOW(6)) / 1e6 \
-             FROM {table} LIMIT {limit}"
+             FROM {table}{} LIMIT {limit}",
+            micros.map_or(String::new(), |us| format!(
+                " WHERE {seen} >= NOW(6) - INTERVAL {us} MICROSECOND"
+            ))
         ),
+    }
+}
+
+/// When the source last read, and last read every row.
+#[derive(Debug, Default)]
+struct Readings {
+    last: Option<std::time::Instant>,
+    last_full: Option<std::time::Instant>,
+}
+
+impl Readings {
+    /// How far back the reading starting `now` looks: `None` for every
+    /// row (the first reading, the periodic one, and after a reading of
+    /// what changed that hit the row cap).
+    fn since(&self, s: &LeaseSource, now: std::time::Instant) -> Option<Duration> {
+        let (last, full) = (self.last?, self.last_full?);
+        if s.full_every.is_zero() || now.saturating_duration_since(full) >= s.full_every {
+            return None;
+        }
+        Some(now.saturating_duration_since(last) + s.timeout + CHANGED_MARGIN)
+    }
+
+    fn read(&mut self, reading: &LeaseReading, started: std::time::Instant) {
+        self.last = Some(started);
+        if reading.full {
+            self.last_full = Some(started);
+        } else if !reading.complete() {
+            self.last_full = None;
+        }
     }
 }
 
@@ -229,10 +283,19 @@ fn first_line(e: &impl std::fmt::Display) -> String {
     line.chars().take(300).collect()
 }
 
-/// Runs the set's query on `open`, turning rows into a reading.
-async fn read(open: &mut Open, s: &LeaseSource, now: Now) -> Result<LeaseReading, Failed> {
-    let sql = query(open.dialect, s);
-    let mut reading = LeaseReading::at(now);
+/// Runs the set's query on `open` (of the rows written within `since`
+/// when given), turning rows into a reading.
+async fn read(
+    open: &mut Open,
+    s: &LeaseSource,
+    now: Now,
+    since: Option<Duration>,
+) -> Result<LeaseReading, Failed> {
+    let sql = query(open.dialect, s, since);
+    let mut reading = match since {
+        None => LeaseReading::at(now),
+        Some(_) => LeaseReading::changed_at(now),
+    };
     let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&mut open.conn);
     let mut seen: u64 = 0;
     while let Some(row) = rows.try_next().await.map_err(|e| {
@@ -260,6 +323,7 @@ async fn read(open: &mut Open, s: &LeaseSource, now: Now) -> Result<LeaseReading
         reading.add(key, holder, remaining, age);
     }
     drop(rows);
+    reading.returned = seen;
     reading.took = now.mono.elapsed();
     Ok(reading)
 }
@@ -270,6 +334,7 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
     let s = &job.source;
     let mut open: Option<Open> = None;
     let mut failing = false;
+    let mut readings = Readings::default();
     let mut ticks = tokio::time::interval(s.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -281,12 +346,13 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
             return;
         }
         let now = Now::current();
+        let since = readings.since(s, now.mono);
         let attempt = async {
             if open.is_none() {
                 open = Some(connect(s).await?);
             }
             let conn = open.as_mut().expect("connected above");
-            read(conn, s, now).await
+            read(conn, s, now, since).await
         };
         let result = match tokio::time::timeout(s.timeout, attempt).await {
             Ok(r) => r,
@@ -304,6 +370,7 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
                     info!(cluster = %job.cluster, tree = %job.pattern, "lease source reads again");
                     failing = false;
                 }
+                readings.read(&reading, now.mono);
                 state.lease_succeeded(job.tree, reading, now);
             }
             Err((why, message)) => {

@@ -364,6 +364,13 @@ impl Database {
             "CREATE TABLE {table} (bot_id VARCHAR(64) PRIMARY KEY, instance_id VARCHAR(128) NOT NULL, last_seen TIMESTAMP(3) NOT NULL, lease_until TIMESTAMP(3) NOT NULL)"
         ))
         .await;
+        // The index docs/split-brain.md recommends for the readings of
+        // what changed.
+        self.exec(&format!(
+            "CREATE INDEX {}_last_seen ON {table} (last_seen)",
+            table.replace('.', "_")
+        ))
+        .await;
         self.grant_read(table).await;
     }
 
@@ -408,6 +415,14 @@ impl Database {
     pub async fn restart(&mut self) {
         self.launch();
         self.until_up().await;
+    }
+
+    /// The server's process id (the postmaster; MariaDB's server).
+    pub fn server_pid(&self) -> u32 {
+        std::fs::read_to_string(self.pid_file())
+            .ok()
+            .and_then(|s| s.lines().next()?.trim().parse().ok())
+            .expect("the database server runs")
     }
 
     fn pid_file(&self) -> PathBuf {

@@ -518,4 +518,6 @@ impl ClusterState {
 }
 
 #[cfg(test)]
+mod lease_tests;
+#[cfg(test)]
 mod tests;

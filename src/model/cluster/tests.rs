@@ -4,7 +4,7 @@ use crate::model::tree::{ChildNode, Tree, TreePattern};
 use std::time::{Instant, SystemTime};
 
 /// The flapping window of the catalogue's rule.
-const FLAP: std::time::Duration = crate::model::election::FLAP_WINDOW;
+pub(super) const FLAP: std::time::Duration = crate::model::election::FLAP_WINDOW;
 
 fn now() -> crate::model::Now {
     crate::model::Now {
@@ -80,10 +80,12 @@ fn the_guard_caps_elections_across_trees_and_counts_the_rest() {
 /// its session connected, and a clock: `at(s)` is `s` seconds in.
 fn leased(hold: std::time::Duration) -> (ClusterState, impl Fn(u64) -> crate::model::Now) {
     use crate::model::election_tree::ElectionSpec;
-    use crate::model::lease::{LeaseKey, LeaseSpec};
+    use crate::model::lease::{KeyPaths, LeaseKey, LeaseSpec};
     use std::time::Duration;
     let mut spec = ElectionSpec::from(IdentityMode::Data);
+    let pattern = TreePattern::parse("/b/*").unwrap();
     spec.lease = Some(LeaseSpec {
+        paths: KeyPaths::of(&LeaseKey::Name, pattern.segments(), None),
         key: LeaseKey::Name,
         split_brain_for: hold,
         expired_for: hold,

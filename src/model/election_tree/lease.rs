@@ -3,14 +3,16 @@
 //! when a verdict changes, and the new master's first lease write as
 //! handover evidence.
 
+use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use super::super::election::Election;
+use super::super::journal::Since;
 use super::super::lease::{
-    Failure, LeaseBook, LeaseReading, LeaseRow, Verdict, ZkSide, confirmed, judge,
+    Failure, LeaseBook, LeaseReading, LeaseRow, RowAt, Verdict, ZkSide, confirmed, judge,
 };
 use super::super::timeline::What;
-use super::{ElectionTree, Now};
+use super::{ElectionTree, Entry, Now};
 
 /// ZooKeeper's side of `election` for the judgement.
 fn zk_side(
@@ -32,10 +34,16 @@ impl ElectionTree {
         self.lease.as_deref()
     }
 
-    /// The lease row of election `path` at the last reading.
-    pub fn lease_row(&self, path: &str) -> Option<&LeaseRow> {
+    /// The lease row of election `path` as of the last reading.
+    pub fn lease_row(&self, path: &str) -> Option<RowAt<'_>> {
         let spec = self.spec.lease.as_ref()?;
-        self.lease.as_deref()?.row(&spec.key.of(path))
+        let table = self.lease.as_deref()?.last.as_ref()?;
+        let row = table.rows.get(&*spec.key.of(path))?;
+        Some(RowAt {
+            holder: &row.holder,
+            remaining: table.remaining(row),
+            heartbeat_age: table.heartbeat_age(row),
+        })
     }
 
     /// What the last reading says of election `path` against its master
@@ -67,95 +75,219 @@ impl ElectionTree {
         self.lease_verdict(path, election)
     }
 
-    /// A lease query gave `reading`, sent at `now`. With `judge` false
+    /// A lease query gave `reading`, sent at `now`. With `judge_now` false
     /// (the tree does not reflect ZooKeeper now) the reading is kept, but
     /// no verdict is noted and no handover ends on it.
     ///
-    /// One pass over the elections, under the cluster's write lock: each
-    /// election's row is found by hash, its last verdict moved (not
-    /// copied) into the new map, and only a pending handover does more.
+    /// Under the cluster's write lock, and costing what changed: after a
+    /// reading of every row each election is judged (one hash lookup
+    /// each); after a reading of the rows written lately, only the
+    /// elections those rows belong to, those whose lease ran out since, and
+    /// those ZooKeeper changed since (the journal). The readers of the tree
+    /// are told of the elections whose verdict changed, and of everything
+    /// only when the source starts or stops giving readings.
     pub fn lease_succeeded(&mut self, reading: LeaseReading, now: Now, judge_now: bool) {
         let (Some(spec), Some(mut book)) = (self.spec.lease.clone(), self.lease.take()) else {
             return;
         };
-        book.succeeded(reading);
-        let reading = book.last.as_mut().expect("set above");
+        let was_fresh = book.fresh();
+        let was_complete = book.last.as_ref().map(LeaseReading::complete);
+        let rows = book.succeeded(reading);
+        let ran_out = book.ran_out();
+        let table = book.last.as_mut().expect("a reading was just taken");
+        let whole = rows.is_none() || was_complete != Some(table.complete());
+        // Which elections to judge: `None` for all of them.
+        let mut judge: Option<BTreeSet<Box<str>>> = None;
+        match &rows {
+            None => {
+                table.unmatch_all();
+                for path in self.elections.keys() {
+                    table.mark_matched(&spec.key.of(path));
+                }
+            }
+            Some(keys) => {
+                let mut paths = BTreeSet::new();
+                let mut walk: HashSet<&str> = HashSet::new();
+                for key in keys.iter().chain(&ran_out) {
+                    match spec.paths.path(key) {
+                        Some(path) if self.elections.contains_key(path.as_str()) => {
+                            table.mark_matched(key);
+                            paths.insert(path.into_boxed_str());
+                        }
+                        Some(_) => {}
+                        None => {
+                            walk.insert(key);
+                        }
+                    }
+                }
+                if !walk.is_empty() {
+                    for path in self.elections.keys() {
+                        let key = spec.key.of(path);
+                        if walk.contains(&*key) {
+                            table.mark_matched(&key);
+                            paths.insert(path.clone());
+                        }
+                    }
+                }
+                judge = Some(paths);
+            }
+        }
+        book.unmatched = table.unmatched();
+        if !judge_now {
+            // Judged again in full once the tree reflects ZooKeeper.
+            book.cursor = None;
+            self.lease = Some(book);
+            if !was_fresh {
+                self.restart_journal();
+            }
+            return;
+        }
+        // The elections ZooKeeper changed since the last judging: judged
+        // again, and told to the readers whatever their verdict (a reader
+        // may have read one against the last reading since).
+        let moved: Option<Vec<Box<str>>> = match self.journal.since(book.cursor) {
+            Since::Changed(keys) => Some(keys.into_iter().map(Box::from).collect()),
+            Since::Everything => None,
+        };
+        match (&mut judge, &moved) {
+            (Some(paths), Some(moved)) if !whole && was_fresh => {
+                paths.extend(moved.iter().cloned())
+            }
+            _ => judge = None,
+        }
+        let agreed = book.agreed;
+        let mut changed = moved.clone().unwrap_or_default();
+        let any_agrees = self.judge_leases(&mut book, judge.as_ref(), agreed, now, &mut changed);
+        if any_agrees && !agreed {
+            // From now on a lease held by another identity is split brain,
+            // not unconfirmed: those verdicts change at this reading.
+            book.agreed = true;
+            let unconfirmed: BTreeSet<Box<str>> = book
+                .verdicts
+                .iter()
+                .filter(|(_, v)| **v == Verdict::Unconfirmed)
+                .map(|(p, _)| p.clone())
+                .collect();
+            self.judge_leases(&mut book, Some(&unconfirmed), true, now, &mut changed);
+        }
+        self.lease = Some(book);
+        if was_fresh && moved.is_some() {
+            for path in &changed {
+                self.journal.touched(path);
+            }
+        } else {
+            // The per-election lease readings appear again, or which
+            // elections moved since the last judging is not known.
+            self.restart_journal();
+        }
+        if let Some(book) = self.lease.as_deref_mut() {
+            book.cursor = Some(self.journal.cursor());
+        }
+    }
+
+    /// Judges the elections `paths` (every election for `None`) against
+    /// the book's table with `agreed` as the set's confirmation; notes each
+    /// verdict, a change in the timeline and in `changed`, and ends the
+    /// handovers the new master's first lease write completes. True when
+    /// some election agrees.
+    fn judge_leases(
+        &mut self,
+        book: &mut LeaseBook,
+        paths: Option<&BTreeSet<Box<str>>>,
+        agreed: bool,
+        now: Now,
+        changed: &mut Vec<Box<str>>,
+    ) -> bool {
+        let Some(spec) = self.spec.lease.as_ref() else {
+            return false;
+        };
+        let Some(table) = book.last.as_ref() else {
+            return false;
+        };
         let mut judging = Judging {
             events: &mut self.events,
-            verdicts: std::collections::HashMap::with_capacity(if judge_now {
-                self.elections.len()
-            } else {
-                0
-            }),
-            before: std::mem::take(&mut book.verdicts),
-            // As of the readings before this one: an election agreeing now
-            // confirms the set from the next reading on.
-            agreed: book.agreed,
+            verdicts: &mut book.verdicts,
+            agreed,
+            changed,
         };
         let mut any_agrees = false;
-        for (path, entry) in self.elections.iter_mut() {
+        let mut one = |judging: &mut Judging, path: &str, entry: &mut Entry| {
             let key = spec.key.of(path);
-            let key = &*key;
-            // Marked whether judged or not: a row some election has is
-            // not unmatched.
-            let present = reading
-                .rows
-                .get_mut(key)
-                .map(|r| r.matched = true)
-                .is_some();
-            if !judge_now || (!present && reading.unjudged.contains(key)) {
-                continue;
-            }
-            let reading = &*reading;
-            let row = if present { reading.rows.get(key) } else { None };
-            let verdict = judging.judge(path, &entry.election, row, reading);
+            let row = table.rows.get(&*key);
+            let verdict = if row.is_none() && table.unjudged.contains(&*key) {
+                None
+            } else {
+                judging.judge(path, &entry.election, row, table)
+            };
+            judging.note(path, verdict);
             any_agrees |= verdict == Some(Verdict::Agrees);
             if let (Some(Verdict::Agrees), Some(row), Some(handover)) = (
                 verdict,
                 row,
                 entry.handover.as_deref_mut().filter(|h| h.done().is_none()),
             ) {
-                let age = Duration::try_from_secs_f64(row.heartbeat_age).unwrap_or_default();
+                let age = Duration::try_from_secs_f64(table.heartbeat_age(row)).unwrap_or_default();
                 let write = now.mono.checked_sub(age).unwrap_or(now.mono);
                 let took = handover.finish(write, now.wall);
                 self.handovers.observe(took.as_secs_f64());
             }
+        };
+        match paths {
+            None => {
+                for (path, entry) in self.elections.iter_mut() {
+                    one(&mut judging, path, entry);
+                }
+                // Elections gone since: their verdicts go with them.
+                let gone: Vec<Box<str>> = judging
+                    .verdicts
+                    .keys()
+                    .filter(|p| !self.elections.contains_key(&***p))
+                    .cloned()
+                    .collect();
+                for path in gone {
+                    judging.note(&path, None);
+                }
+            }
+            Some(paths) => {
+                for path in paths {
+                    match self.elections.get_mut(&**path) {
+                        Some(entry) => one(&mut judging, path, entry),
+                        None => judging.note(path, None),
+                    }
+                }
+            }
         }
-        book.unmatched = reading.rows.values().filter(|r| !r.matched).count() as u64;
-        if judge_now {
-            book.verdicts = judging.verdicts;
-            book.agreed |= any_agrees;
-        } else {
-            book.verdicts = judging.before;
-        }
-        self.lease = Some(book);
-        self.restart_journal();
+        any_agrees
     }
 
     /// A lease query failed; true when the failure is new (log it).
     pub fn lease_failed(&mut self, why: Failure, message: String, now: Now) -> bool {
-        let new = self
-            .lease
-            .as_deref_mut()
-            .is_some_and(|book| book.failed(why, message, now.wall));
-        self.restart_journal();
+        let Some(book) = self.lease.as_deref_mut() else {
+            return false;
+        };
+        let was_fresh = book.fresh();
+        let new = book.failed(why, message, now.wall);
+        if was_fresh {
+            // The per-election lease readings go until it reads again.
+            self.restart_journal();
+        }
         new
     }
 }
 
-/// One reading's judging: the verdicts so far, the last reading's (their
-/// keys moved over as elections are judged), the timeline entries.
+/// One reading's judging: the verdicts (each election's last), the
+/// timeline entries, the elections whose verdict changed.
 struct Judging<'a> {
     events: &'a mut Vec<(String, What)>,
-    verdicts: std::collections::HashMap<Box<str>, Verdict>,
-    before: std::collections::HashMap<Box<str>, Verdict>,
-    /// Whether the set had agreed before this reading (see `confirmed`).
+    verdicts: &'a mut std::collections::HashMap<Box<str>, Verdict>,
+    /// Whether the set had agreed before (see `confirmed`).
     agreed: bool,
+    changed: &'a mut Vec<Box<str>>,
 }
 
 impl Judging<'_> {
-    /// Judges one election against `row` (its row in `reading`): the
-    /// verdict is kept, a change becomes a timeline entry.
+    /// Judges one election against `row` (its row in `reading`): a new
+    /// verdict becomes a timeline entry.
     fn judge(
         &mut self,
         path: &str,
@@ -170,10 +302,7 @@ impl Judging<'_> {
             judge(zk_side(election, masterless)?, row, reading)?,
             self.agreed,
         );
-        let (name, was) = match self.before.remove_entry(path) {
-            Some((name, was)) => (name, Some(was)),
-            None => (Box::from(path), None),
-        };
+        let was = self.verdicts.get(path).copied();
         if noteworthy(was, verdict) {
             self.events.push((
                 path.to_owned(),
@@ -184,8 +313,25 @@ impl Judging<'_> {
                 },
             ));
         }
-        self.verdicts.insert(name, verdict);
         Some(verdict)
+    }
+
+    /// Keeps `verdict` as election `path`'s; a change is noted for the
+    /// tree's readers.
+    fn note(&mut self, path: &str, verdict: Option<Verdict>) {
+        let was = match verdict {
+            Some(v) => match self.verdicts.get_mut(path) {
+                Some(kept) => Some(std::mem::replace(kept, v)),
+                None => {
+                    self.verdicts.insert(Box::from(path), v);
+                    None
+                }
+            },
+            None => self.verdicts.remove(path),
+        };
+        if was != verdict {
+            self.changed.push(Box::from(path));
+        }
     }
 }
 

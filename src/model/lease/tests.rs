@@ -200,7 +200,7 @@ fn failures_keep_the_last_reading_and_are_not_fresh() {
     assert!(book.failed(Failure::Connect, "refused".into(), at(4.0)));
     assert!(!book.fresh());
     assert_eq!(book.failing.as_ref().unwrap().2, at(2.0));
-    assert_eq!(book.row("k").unwrap().holder, "a");
+    assert_eq!(book.last.as_ref().unwrap().rows["k"].holder, "a");
     book.succeeded(reading_at(5.0, &[]));
     assert!(book.fresh());
     assert_eq!(book.failures[&Failure::Timeout], 2);
@@ -253,4 +253,124 @@ fn split_brain_needs_a_set_that_agreed() {
     {
         assert_eq!(confirmed(v, false), v);
     }
+}
+
+#[test]
+fn a_key_gives_back_its_election_where_the_glob_fixes_the_rest() {
+    let seg = |s: &[Option<&str>]| -> Vec<Option<String>> {
+        s.iter().map(|p| p.map(str::to_owned)).collect()
+    };
+    let bots = seg(&[Some("wechat"), Some("bots"), None]);
+    let name = KeyPaths::of(&LeaseKey::Name, &bots, None);
+    assert_eq!(name.path("bot_7").as_deref(), Some("/wechat/bots/bot_7"));
+    assert_eq!(name.path("a/b"), None, "a name has no `/`");
+    assert_eq!(name.path(""), None);
+    // Round trip: the key of the path is the key again.
+    assert_eq!(LeaseKey::Name.of(&name.path("bot_7").unwrap()), "bot_7");
+    let apps = seg(&[Some("apps"), None, Some("bots"), None]);
+    let capture = LeaseKey::Capture([1, 3].into());
+    let paths = KeyPaths::of(&capture, &apps, None);
+    assert_eq!(
+        paths.path("app1/bot_7").as_deref(),
+        Some("/apps/app1/bots/bot_7")
+    );
+    assert_eq!(paths.path("app1"), None);
+    assert_eq!(paths.path("app1/bot_7/x"), None);
+    // A node election: the node below the matched parent.
+    let flink = seg(&[Some("flink"), None]);
+    let node = KeyPaths::of(&LeaseKey::Capture([1].into()), &flink, Some("latch"));
+    assert_eq!(node.path("prod-7").as_deref(), Some("/flink/prod-7/latch"));
+    // The name alone cannot say which app: a walk.
+    assert_eq!(KeyPaths::of(&LeaseKey::Name, &apps, None), KeyPaths::Walk);
+    assert_eq!(
+        KeyPaths::of(&LeaseKey::Name, &flink, Some("latch")),
+        KeyPaths::Walk
+    );
+    assert_eq!(
+        KeyPaths::of(&LeaseKey::Path, &apps, None)
+            .path("/x")
+            .as_deref(),
+        Some("/x")
+    );
+}
+
+#[test]
+fn a_reading_of_what_changed_lays_over_the_table_and_ages_the_rest() {
+    let mut book = LeaseBook::default();
+    assert_eq!(
+        book.succeeded(reading_at(
+            100.0,
+            &[
+                ("a", "x", 30.0, 1.0),
+                ("b", "y", 5.0, 2.0),
+                ("c", "z", 50.0, 0.0)
+            ]
+        )),
+        None,
+        "a first reading: everything"
+    );
+    // 10 s later only "a" was written (by "w").
+    let mut later = LeaseReading::new(at(110.0));
+    later.full = false;
+    later.add(
+        Some(("a".into(), false)),
+        Some("w".into()),
+        Some(20.0),
+        Some(0.5),
+    );
+    let changed = book.succeeded(later).expect("a reading of what changed");
+    assert_eq!(changed.iter().map(|k| &**k).collect::<Vec<_>>(), ["a"]);
+    let t = book.last.as_ref().unwrap();
+    let row = |k: &str| &t.rows[k];
+    assert_eq!(row("a").holder, "w");
+    assert!((t.remaining(row("a")) - 20.0).abs() < 1e-6);
+    assert!((t.heartbeat_age(row("a")) - 0.5).abs() < 1e-6);
+    // "b" and "c" were not written: ten seconds nearer their end, older.
+    assert!((t.remaining(row("b")) + 5.0).abs() < 1e-6);
+    assert!((t.heartbeat_age(row("b")) - 12.0).abs() < 1e-6);
+    assert!((t.remaining(row("c")) - 40.0).abs() < 1e-6);
+    assert_eq!(t.started, Some(at(110.0)));
+    // "b" ran out between the readings (5 s after the first): once.
+    assert_eq!(
+        book.ran_out().iter().map(|k| &**k).collect::<Vec<_>>(),
+        ["b"]
+    );
+    assert!(book.ran_out().is_empty());
+}
+
+#[test]
+fn a_key_in_several_rows_stays_unjudged_until_every_row_is_read_again() {
+    let mut book = LeaseBook::default();
+    book.succeeded(reading_at(
+        1.0,
+        &[
+            ("k", "a", 5.0, 1.0),
+            ("k", "b", 5.0, 1.0),
+            ("j", "a", 5.0, 1.0),
+        ],
+    ));
+    let mut later = LeaseReading::new(at(2.0));
+    later.full = false;
+    // Only one of the two rows was written since: still two rows.
+    later.add(
+        Some(("k".into(), false)),
+        Some("b".into()),
+        Some(5.0),
+        Some(0.1),
+    );
+    // A NULL written into "j" makes it unusable.
+    later.add(Some(("j".into(), false)), None, Some(5.0), Some(0.1));
+    let changed = book.succeeded(later).unwrap();
+    assert_eq!(changed.iter().map(|k| &**k).collect::<Vec<_>>(), ["j"]);
+    let t = book.last.as_ref().unwrap();
+    assert!(t.rows.is_empty());
+    assert!(t.unjudged.contains("k") && t.unjudged.contains("j"));
+    // A reading of every row settles both.
+    book.succeeded(reading_at(
+        3.0,
+        &[("k", "b", 5.0, 1.0), ("j", "a", 5.0, 1.0)],
+    ));
+    let t = book.last.as_ref().unwrap();
+    assert_eq!(t.rows.len(), 2);
+    assert!(t.unjudged.is_empty());
 }

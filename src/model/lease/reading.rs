@@ -1,0 +1,329 @@
+//! One reading of the lease table, and the table as the readings built
+//! it: rows on one clock, so that a reading of what changed lays over the
+//! rows an earlier one read.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// One usable lease row. Its two times are kept on the table's clock
+/// (microseconds from the start of the reading that began the table), as
+/// the database gave them relative to its `now()`: a row read a minute ago
+/// and not written since is, at the latest reading, exactly a minute
+/// nearer its end and a minute older, whatever the clocks of the hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRow {
+    /// Who holds the lease, cleaned and cut like an identity.
+    pub holder: String,
+    /// When the lease ends (`lease_until`), table clock.
+    until: i64,
+    /// When the holder last wrote (`last_seen`), table clock.
+    written: i64,
+    /// Whether a watched election has this row's key (set when the
+    /// reading is taken up).
+    pub matched: bool,
+}
+
+/// A lease row as of the latest reading, for the outputs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowAt<'a> {
+    /// Who holds the lease.
+    pub holder: &'a str,
+    /// `lease_until - now()`: negative once expired.
+    pub remaining: f64,
+    /// `now() - last_seen`: how long ago the holder last wrote.
+    pub heartbeat_age: f64,
+}
+
+/// Seconds as table-clock microseconds, bounded so that no date a
+/// database can hold overflows.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "clamped to ±1e18, well within i64; NaN never reaches here"
+)]
+fn micros(secs: f64) -> i64 {
+    (secs * 1e6).clamp(-1e18, 1e18) as i64
+}
+
+/// Why a row was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reject {
+    /// A column was NULL or not convertible.
+    Null,
+    /// The key was longer than any election key the agent keeps.
+    TooLong,
+    /// Two rows had the same key: neither is the lease.
+    Duplicate,
+    /// `last_seen` lies in the database's future: the application writes
+    /// in another time zone than the agent reads (see `time_zone`).
+    Future,
+    /// Past the row cap: not read.
+    OverCap,
+}
+
+impl Reject {
+    pub const ALL: [Reject; 5] = [
+        Reject::Null,
+        Reject::TooLong,
+        Reject::Duplicate,
+        Reject::Future,
+        Reject::OverCap,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Reject::Null => "null",
+            Reject::TooLong => "too_long",
+            Reject::Duplicate => "duplicate",
+            Reject::Future => "future",
+            Reject::OverCap => "over_cap",
+        }
+    }
+}
+
+/// How far in the future `last_seen` may lie before the row is not
+/// believed: the query's own latency and the databases' timestamp
+/// rounding stay well below it.
+pub const FUTURE_TOLERANCE: f64 = 1.0;
+
+/// One successful query of a lease table.
+#[derive(Debug, Clone, Default)]
+pub struct LeaseReading {
+    /// When the query was sent (wall clock of the agent); the database's
+    /// `now()` lies after it, so `started - heartbeat_age` is no later than
+    /// the holder's last write.
+    pub started: Option<SystemTime>,
+    /// The same moment on the agent's monotonic clock, which the
+    /// election models keep their periods on.
+    pub started_mono: Option<Instant>,
+    /// How long the query took.
+    pub took: Duration,
+    /// Whether the query read every row; otherwise only the rows written
+    /// lately, which the model lays over the rows it has.
+    pub full: bool,
+    /// Rows the latest query returned: every row at a reading of every
+    /// row, those written lately otherwise.
+    pub returned: u64,
+    /// Rows no watched election has (see [`LeaseRow::matched`]).
+    unmatched: u64,
+    /// The latest reading's start on the table clock (see [`LeaseRow`]).
+    clock: i64,
+    /// Usable rows by key.
+    pub rows: HashMap<Arc<str>, LeaseRow>,
+    /// Rows not used, by reason, at the latest reading of every row.
+    pub rejected: BTreeMap<Reject, u64>,
+    /// Keys whose rows could not be used (several rows, a NULL or a
+    /// future `last_seen`): not absent, and not judged.
+    pub unjudged: HashSet<Box<str>>,
+    /// Keys the latest reading of every row found in several rows: a
+    /// later reading of what changed, which sees only one of them, does
+    /// not settle them.
+    duplicated: HashSet<Box<str>>,
+}
+
+impl LeaseReading {
+    /// A reading of every row started at `started` (wall clock).
+    pub fn new(started: SystemTime) -> Self {
+        Self {
+            started: Some(started),
+            full: true,
+            ..Self::default()
+        }
+    }
+
+    /// A reading of every row started at `now`.
+    pub fn at(now: crate::model::now::Now) -> Self {
+        Self {
+            started: Some(now.wall),
+            started_mono: Some(now.mono),
+            full: true,
+            ..Self::default()
+        }
+    }
+
+    /// A reading of the rows written lately, started at `now`.
+    pub fn changed_at(now: crate::model::now::Now) -> Self {
+        Self {
+            full: false,
+            ..Self::at(now)
+        }
+    }
+
+    /// `lease_until - now()` of `row` at the latest reading: negative once
+    /// expired.
+    pub fn remaining(&self, row: &LeaseRow) -> f64 {
+        (row.until - self.clock) as f64 / 1e6
+    }
+
+    /// `now() - last_seen` of `row` at the latest reading: how long ago
+    /// the holder last wrote.
+    pub fn heartbeat_age(&self, row: &LeaseRow) -> f64 {
+        ((self.clock - row.written) as f64 / 1e6).max(0.0)
+    }
+
+    /// Whether `row`'s lease is unexpired at the latest reading.
+    pub fn unexpired(&self, row: &LeaseRow) -> bool {
+        row.until > self.clock
+    }
+
+    /// The wall-clock time of monotonic instant `at`, by the pair of
+    /// clocks the reading started with.
+    pub fn wall_of(&self, at: Instant) -> Option<SystemTime> {
+        let (mono, wall) = (self.started_mono?, self.started?);
+        Some(match mono.checked_duration_since(at) {
+            Some(ago) => wall.checked_sub(ago).unwrap_or(wall),
+            None => wall + at.saturating_duration_since(mono),
+        })
+    }
+
+    /// Whether the reading saw every row: a key missing from a capped
+    /// reading may simply not have been read.
+    pub fn complete(&self) -> bool {
+        !self.rejected.contains_key(&Reject::OverCap)
+    }
+
+    pub fn reject(&mut self, why: Reject) {
+        *self.rejected.entry(why).or_default() += 1;
+    }
+
+    /// Adds one row as the database returned it; each `None` is a NULL.
+    /// The key is kept as given (the caller cut it to its limit and says
+    /// whether it was longer); the holder is cleaned like an identity.
+    pub fn add(
+        &mut self,
+        key: Option<(String, bool)>,
+        holder: Option<String>,
+        remaining: Option<f64>,
+        heartbeat_age: Option<f64>,
+    ) {
+        let Some((key, cut)) = key else {
+            return self.reject(Reject::Null);
+        };
+        if cut {
+            return self.reject(Reject::TooLong);
+        }
+        let key: Box<str> = key.into();
+        let holder = holder.map(|h| crate::model::candidate::clean_identity(&h));
+        let (Some(holder), Some(remaining), Some(age)) = (holder, remaining, heartbeat_age) else {
+            return self.unusable(key, Reject::Null);
+        };
+        if !remaining.is_finite() || !age.is_finite() || holder.is_empty() {
+            return self.unusable(key, Reject::Null);
+        }
+        if age < -FUTURE_TOLERANCE {
+            return self.unusable(key, Reject::Future);
+        }
+        if self.unjudged.contains(&key) {
+            self.duplicated.insert(key);
+            return self.reject(Reject::Duplicate);
+        }
+        let row = LeaseRow {
+            holder,
+            until: self.clock + micros(remaining),
+            written: self.clock - micros(age.max(0.0)),
+            matched: false,
+        };
+        if self.rows.insert(Arc::from(&*key), row).is_none() {
+            self.unmatched += 1;
+        } else {
+            // The row just put in, never matched, goes.
+            self.rows.remove(&*key);
+            self.unmatched -= 1;
+            self.duplicated.insert(key.clone());
+            self.unjudged.insert(key);
+            // Both rows go: the first was counted as used.
+            *self.rejected.entry(Reject::Duplicate).or_default() += 2;
+        }
+    }
+
+    /// Lays `newer`, a reading of the rows written since this one (or of
+    /// every row), over this one; returns the keys whose rows it brought,
+    /// or `None` when it read every row (everything may have changed).
+    pub fn take_up(&mut self, mut newer: LeaseReading) -> Option<Vec<Arc<str>>> {
+        if newer.full || self.started.is_none() {
+            *self = newer;
+            return None;
+        }
+        // Where the newer reading's start lies on this table's clock.
+        let since = match (self.started_mono, newer.started_mono) {
+            (Some(old), Some(new)) => new.saturating_duration_since(old),
+            _ => match (self.started, newer.started) {
+                (Some(old), Some(new)) => new.duration_since(old).unwrap_or_default(),
+                _ => Duration::ZERO,
+            },
+        };
+        let offset = self.clock + micros(since.as_secs_f64()) - newer.clock;
+        let mut changed = Vec::with_capacity(newer.rows.len() + newer.unjudged.len());
+        for (key, mut row) in newer.rows.drain() {
+            if self.duplicated.contains(&*key) {
+                continue;
+            }
+            row.until += offset;
+            row.written += offset;
+            match self.rows.get(&key) {
+                Some(old) => row.matched = old.matched,
+                None => self.unmatched += 1,
+            }
+            self.unjudged.remove(&*key);
+            changed.push(key.clone());
+            self.rows.insert(key, row);
+        }
+        for key in newer.unjudged.drain() {
+            let key: Arc<str> = Arc::from(&*key);
+            if self.rows.remove(&key).is_some_and(|r| !r.matched) {
+                self.unmatched -= 1;
+            }
+            self.unjudged.insert(Box::from(&*key));
+            changed.push(key);
+        }
+        self.duplicated.extend(newer.duplicated);
+        self.started = newer.started;
+        self.started_mono = newer.started_mono;
+        self.took = newer.took;
+        self.returned = newer.returned;
+        self.clock = newer.clock + offset;
+        Some(changed)
+    }
+
+    /// A watched election has `key`: its row (if any) is matched.
+    pub fn mark_matched(&mut self, key: &str) {
+        if let Some(row) = self.rows.get_mut(key).filter(|r| !r.matched) {
+            row.matched = true;
+            self.unmatched -= 1;
+        }
+    }
+
+    /// Forgets every row's match, before the matches are found anew.
+    pub fn unmatch_all(&mut self) {
+        self.rows.values_mut().for_each(|r| r.matched = false);
+        self.unmatched = self.rows.len() as u64;
+    }
+
+    /// Usable rows no watched election has.
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched
+    }
+
+    /// The table clock of the latest reading.
+    pub fn clock(&self) -> i64 {
+        self.clock
+    }
+
+    /// When `row`'s lease ends, table clock.
+    pub fn until(row: &LeaseRow) -> i64 {
+        row.until
+    }
+
+    /// A row of `key` that cannot be used: the key is present, so its
+    /// election is not judged (neither by this row nor as having none).
+    fn unusable(&mut self, key: Box<str>, why: Reject) {
+        self.reject(why);
+        if let Some(gone) = self.rows.remove(&*key) {
+            self.unmatched -= u64::from(!gone.matched);
+            // An earlier usable row of the same key: a duplicate after all.
+            self.reject(Reject::Duplicate);
+            self.duplicated.insert(key.clone());
+        }
+        self.unjudged.insert(key);
+    }
+}
