@@ -42,11 +42,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn metric(port: u16, name: &str) -> Option<f64> {
-    let (status, body) = http_get(port, "/metrics").ok()?;
-    if status != 200 {
-        return None;
+/// One scrape of `/metrics`.
+fn scrape(port: u16) -> Option<String> {
+    match http_get(port, "/metrics") {
+        Ok((200, body)) => Some(body),
+        _ => None,
     }
+}
+
+/// The sum of the series of `name` (its labels' opening included, if
+/// given) in one scrape.
+fn value(body: &str, name: &str) -> Option<f64> {
     body.lines()
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -156,48 +162,53 @@ async fn run(n: usize, rounds: usize, engine: Engine, full_every: String) {
     heartbeats(&db, n, stop.clone(), written.clone());
     let all = n as f64;
     let port = leased.port;
+    const AGREES: &str = "zookeeper_tree_lease_elections{ensemble=\"bench\",tree=\"/wechat/bots/*\",state=\"agrees\"}";
     wait_for_async("every election agrees", Duration::from_secs(900), || {
-        let agree = metric(port, "zookeeper_tree_lease_elections{ensemble=\"bench\",tree=\"/wechat/bots/*\",state=\"agrees\"}");
-        if agree == Some(all) { Ok(()) } else { Err(format!("{agree:?}")) }
+        let agree = scrape(port).and_then(|b| value(&b, AGREES));
+        if agree == Some(all) {
+            Ok(())
+        } else {
+            Err(format!("{agree:?}"))
+        }
     })
     .await;
-    let readings = |port| metric(port, "zookeeper_lease_readings_total").unwrap_or(0.0);
-    let failures = |port| metric(port, "zookeeper_lease_failures_total").unwrap_or(0.0);
+    let readings = |body: &str| value(body, "zookeeper_lease_readings_total").unwrap_or(0.0);
+    let failures = |body: &str| value(body, "zookeeper_lease_failures_total").unwrap_or(0.0);
+    let body = scrape(port).unwrap_or_default();
     let (cpu_leased, cpu_plain, cpu_db) = (
         cpu_seconds(leased.id()),
         cpu_seconds(plain.id()),
         cpu_seconds(db_pid),
     );
     let (first, failed_before, wrote_before) = (
-        readings(port),
-        failures(port),
+        readings(&body),
+        failures(&body),
         written.load(Ordering::Relaxed),
     );
     let started = Instant::now();
     let (mut query, mut rows) = (Vec::new(), Vec::new());
-    let mut last = first;
+    let (mut last, mut failed, mut agrees) = (first, failed_before, None);
+    // Both agents scraped alike, once every 5 s, so that the difference
+    // is the lease's: its queries, its judging and its series.
     while last < first + rounds as f64 {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let _ = http_get(plain.port, "/metrics");
-        if let Some(q) = metric(port, "zookeeper_lease_query_duration_seconds") {
-            query.push(q);
-        }
-        if let Some(r) = metric(port, "zookeeper_lease_query_rows") {
-            rows.push(r);
-        }
-        last = readings(port).max(last);
+        let _ = scrape(plain.port);
+        let Some(body) = scrape(port) else {
+            continue;
+        };
+        query.extend(value(&body, "zookeeper_lease_query_duration_seconds"));
+        rows.extend(value(&body, "zookeeper_lease_query_rows"));
+        last = readings(&body).max(last);
+        failed = failures(&body).max(failed);
+        agrees = value(&body, AGREES);
     }
     let took = started.elapsed().as_secs_f64();
     let done = last - first;
-    let failed = failures(port) - failed_before;
+    let failed = failed - failed_before;
     let heartbeat_rate = (written.load(Ordering::Relaxed) - wrote_before) as f64 / took;
     let agent = (cpu_seconds(leased.id()) - cpu_leased) / took;
     let lease_share = agent - (cpu_seconds(plain.id()) - cpu_plain) / took;
     let db_share = (cpu_seconds(db_pid) - cpu_db) / took;
-    let agrees = metric(
-        port,
-        "zookeeper_tree_lease_elections{ensemble=\"bench\",tree=\"/wechat/bots/*\",state=\"agrees\"}",
-    );
     let (rss_leased, rss_plain) = (
         status_mib(leased.id(), "VmRSS:"),
         status_mib(plain.id(), "VmRSS:"),

@@ -58,6 +58,8 @@ pub struct LeaseSource {
     /// How often every row is read; the readings between read only the
     /// rows written since (`ZERO`: every reading reads every row).
     pub full_every: Duration,
+    /// Rows per query of a pass over every row.
+    pub page_rows: u64,
     /// The session time zone: the zone the application's timestamps
     /// without time zone are written in (UTC by default).
     pub time_zone: Option<String>,
@@ -113,6 +115,16 @@ const HOLD: Bounds = Bounds {
     says: "must be between 0s and 24h",
 };
 
+/// A count of rows: 1 to 10,000,000, `default` when not given.
+fn rows(key: &str, value: Option<u64>, default: u64) -> Result<u64, ConfigError> {
+    let n = value.unwrap_or(default);
+    if (1..=10_000_000).contains(&n) {
+        Ok(n)
+    } else {
+        Err(ConfigError::new(key, "must be between 1 and 10000000"))
+    }
+}
+
 /// Validates `lease` of election set `ekey`: the source, and the
 /// settings the model judges with.
 pub(super) fn validate_lease(
@@ -134,19 +146,14 @@ pub(super) fn validate_lease(
         Duration::from_secs(2),
         &INTERVAL,
     )?;
-    let max_rows = raw.max_rows.unwrap_or(1_000_000);
-    if !(1..=10_000_000).contains(&max_rows) {
-        return Err(ConfigError::new(
-            key("max_rows"),
-            "must be between 1 and 10000000",
-        ));
-    }
+    let max_rows = rows(&key("max_rows"), raw.max_rows, 1_000_000)?;
     let full_every = bounded_duration(
         &key("full_every"),
         raw.full_every.as_deref(),
         Duration::from_secs(60),
         &HOLD,
     )?;
+    let page_rows = rows(&key("page_rows"), raw.page_rows, 20_000)?;
     let time_zone = time_zone(&key("time_zone"), raw.time_zone.as_ref())?;
     let key_from = key_from(&key("key_from"), raw.key_from.as_deref(), pattern)?;
     let source = LeaseSource {
@@ -171,6 +178,7 @@ pub(super) fn validate_lease(
         timeout,
         max_rows,
         full_every,
+        page_rows,
         time_zone,
     };
     let paths = KeyPaths::of(&key_from, pattern.segments(), pattern.node());

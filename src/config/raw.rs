@@ -262,6 +262,7 @@ pub(super) struct RawLease {
     pub(super) timeout: Option<String>,
     pub(super) max_rows: Option<u64>,
     pub(super) full_every: Option<String>,
+    pub(super) page_rows: Option<u64>,
     pub(super) time_zone: Option<String>,
     pub(super) split_brain_for: Option<String>,
     pub(super) expired_for: Option<String>,

@@ -367,6 +367,7 @@ struct Lease {
     timeout: String,
     max_rows: u64,
     full_every: String,
+    page_rows: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     time_zone: Option<String>,
     split_brain_for: String,
@@ -432,6 +433,7 @@ fn election(e: &ElectionConfig) -> Election {
                 timeout: d(l.timeout),
                 max_rows: l.max_rows,
                 full_every: d(l.full_every),
+                page_rows: l.page_rows,
                 time_zone: l.time_zone.clone(),
                 split_brain_for: d(spec.split_brain_for),
                 expired_for: d(spec.expired_for),

@@ -30,7 +30,7 @@ mod key;
 mod reading;
 
 pub use key::{KeyPaths, LeaseKey};
-pub use reading::{FUTURE_TOLERANCE, LeaseReading, LeaseRow, Reject, RowAt};
+pub use reading::{FUTURE_TOLERANCE, LeaseReading, LeaseRow, Page, Reject, RowAt};
 
 /// An election set's lease settings the model needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,13 +241,7 @@ impl LeaseBook {
     pub fn succeeded(&mut self, reading: LeaseReading) -> Option<Vec<Arc<str>>> {
         self.readings += 1;
         self.failing = None;
-        let changed = match &mut self.last {
-            Some(last) => last.take_up(reading),
-            None => {
-                self.last = Some(reading);
-                None
-            }
-        };
+        let changed = self.last.get_or_insert_default().take_up(reading);
         let last = self.last.as_ref().expect("set above");
         let due = |(key, row): (&Arc<str>, &LeaseRow)| {
             last.unexpired(row)

@@ -29,9 +29,13 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::config::{Dialect, LeaseSource};
-use crate::model::lease::{Failure, LeaseReading};
+
+mod query;
+
+use crate::model::lease::{Failure, LeaseReading, Page};
 use crate::model::tree::TreeId;
 use crate::model::{Now, SharedCluster};
+pub use query::{Rows, query};
 
 /// Characters of a key the query returns: one more than the longest key
 /// kept, so a longer one is seen to be longer.
@@ -54,67 +58,13 @@ pub struct LeaseJob {
 /// A failure with what to tell the operator.
 type Failed = (Failure, String);
 
-/// Quotes a checked identifier (`schema.table` per part).
-fn quoted(dialect: Dialect, ident: &str) -> String {
-    let q = match dialect {
-        Dialect::Postgres => '"',
-        Dialect::MySql => '`',
-    };
-    ident
-        .split('.')
-        .map(|p| format!("{q}{p}{q}"))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 /// How far before the last reading a reading of what changed looks back,
 /// beyond the time between the two and the timeout: room for a write whose
 /// transaction committed after the last reading's snapshot, and for an
 /// application writing `last_seen` by a clock somewhat behind the
 /// database's. A write older than this when it commits is seen at the next
 /// reading of every row.
-pub const CHANGED_MARGIN: Duration = Duration::from_secs(10);
-
-/// The one query of a set: key, holder, seconds until the lease ends and
-/// seconds since the holder wrote, all computed by the database. With
-/// `since`, only the rows whose `last_seen` lies less than that before the
-/// database's `now()` (an index on `last_seen` makes it a range scan).
-pub fn query(dialect: Dialect, s: &LeaseSource, since: Option<Duration>) -> String {
-    let q = |i: &str| quoted(dialect, i);
-    let (key, holder, until, seen, table) = (
-        q(&s.key),
-        q(&s.holder),
-        q(&s.lease_until),
-        q(&s.last_seen),
-        q(&s.table),
-    );
-    let limit = s.max_rows + 1;
-    let key_chars = KEY_CHARS + 1;
-    // Whole microseconds: a number, never text, goes into the statement.
-    let micros = since.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-    match dialect {
-        Dialect::Postgres => format!(
-            "SELECT SUBSTRING(CAST({key} AS TEXT) FROM 1 FOR {key_chars}), \
-             SUBSTRING(CAST({holder} AS TEXT) FROM 1 FOR {HOLDER_CHARS}), \
-             CAST(EXTRACT(EPOCH FROM ({until} - now())) AS DOUBLE PRECISION), \
-             CAST(EXTRACT(EPOCH FROM (now() - {seen})) AS DOUBLE PRECISION) \
-             FROM {table}{} LIMIT {limit}",
-            micros.map_or(String::new(), |us| format!(
-                " WHERE {seen} >= now() - {us} * interval '1 microsecond'"
-            ))
-        ),
-        Dialect::MySql => format!(
-            "SELECT SUBSTRING(CAST({key} AS CHAR), 1, {key_chars}), \
-             SUBSTRING(CAST({holder} AS CHAR), 1, {HOLDER_CHARS}), \
-             TIMESTAMPDIFF(MICROSECOND, NOW(6), {until}) / 1e6, \
-             TIMESTAMPDIFF(MICROSECOND, {seen}, NOW(6)) / 1e6 \
-             FROM {table}{} LIMIT {limit}",
-            micros.map_or(String::new(), |us| format!(
-                " WHERE {seen} >= NOW(6) - INTERVAL {us} MICROSECOND"
-            ))
-        ),
-    }
-}
+pub const CHANGED_MARGIN: Duration = Duration::from_secs(3);
 
 /// When the source last read, and last read every row.
 #[derive(Debug, Default)]
@@ -128,20 +78,40 @@ impl Readings {
     /// row (the first reading, the periodic one, and after a reading of
     /// what changed that hit the row cap).
     fn since(&self, s: &LeaseSource, now: std::time::Instant) -> Option<Duration> {
-        let (last, full) = (self.last?, self.last_full?);
+        let full = self.last.and(self.last_full)?;
         if s.full_every.is_zero() || now.saturating_duration_since(full) >= s.full_every {
             return None;
         }
-        Some(now.saturating_duration_since(last) + s.timeout + CHANGED_MARGIN)
+        Some(self.window(s, now))
     }
 
-    fn read(&mut self, reading: &LeaseReading, started: std::time::Instant) {
+    /// How far back a reading of what changed starting at `now` looks:
+    /// the time since the last reading, the timeout and the margin.
+    fn window(&self, s: &LeaseSource, now: std::time::Instant) -> Duration {
+        let since = self
+            .last
+            .map_or(Duration::ZERO, |l| now.saturating_duration_since(l));
+        since + s.timeout + CHANGED_MARGIN
+    }
+
+    /// A reading of what changed started at `started` succeeded; one that
+    /// hit the row cap missed rows, so the next reading reads every row.
+    fn changed(&mut self, reading: &LeaseReading, started: std::time::Instant) {
         self.last = Some(started);
-        if reading.full {
-            self.last_full = Some(started);
-        } else if !reading.complete() {
+        if reading
+            .rejected
+            .contains_key(&crate::model::lease::Reject::OverCap)
+        {
             self.last_full = None;
         }
+    }
+
+    /// A pass over every row begun at `started` ended: what changed since
+    /// is read from there (a row written during the pass after its page
+    /// was read is newer than the pass's start).
+    fn passed(&mut self, started: std::time::Instant) {
+        self.last = Some(started);
+        self.last_full = Some(started);
     }
 }
 
@@ -283,22 +253,29 @@ fn first_line(e: &impl std::fmt::Display) -> String {
     line.chars().take(300).collect()
 }
 
-/// Runs the set's query on `open` (of the rows written within `since`
-/// when given), turning rows into a reading.
+/// Runs the set's query for `rows` on `open`, turning rows into a
+/// reading; also the last key read (a page's bound for the next). At most
+/// `room` rows are taken; past it the reading is marked over the cap.
 async fn read(
     open: &mut Open,
     s: &LeaseSource,
     now: Now,
-    since: Option<Duration>,
-) -> Result<LeaseReading, Failed> {
-    let sql = query(open.dialect, s, since);
-    let mut reading = match since {
-        None => LeaseReading::at(now),
-        Some(_) => LeaseReading::changed_at(now),
+    rows: &Rows<'_>,
+    room: u64,
+) -> Result<(LeaseReading, Option<String>), Failed> {
+    let sql = query(open.dialect, s, rows);
+    let mut reading = match rows {
+        Rows::Page(..) => LeaseReading::page_at(now, Page::default()),
+        Rows::Changed(_) => LeaseReading::changed_at(now),
     };
-    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&mut open.conn);
+    let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql));
+    if let Rows::Page(Some(after), _) = rows {
+        statement = statement.bind(after.to_string());
+    }
+    let mut stream = statement.fetch(&mut open.conn);
     let mut seen: u64 = 0;
-    while let Some(row) = rows.try_next().await.map_err(|e| {
+    let mut last_key = None;
+    while let Some(row) = stream.try_next().await.map_err(|e| {
         (
             failure_of(&e),
             format!(
@@ -309,11 +286,13 @@ async fn read(
         )
     })? {
         seen += 1;
-        if seen > s.max_rows {
+        if seen > room {
             reading.reject(crate::model::lease::Reject::OverCap);
             break;
         }
-        let key = row.try_get::<Option<String>, _>(0).ok().flatten().map(|k| {
+        let key = row.try_get::<Option<String>, _>(0).ok().flatten();
+        last_key.clone_from(&key);
+        let key = key.map(|k| {
             let cut = k.chars().count() > KEY_CHARS;
             (k, cut)
         });
@@ -322,37 +301,38 @@ async fn read(
         let age = row.try_get::<Option<f64>, _>(3).ok().flatten();
         reading.add(key, holder, remaining, age);
     }
-    drop(rows);
-    reading.returned = seen;
+    drop(stream);
+    reading.returned = seen.min(room);
     reading.took = now.mono.elapsed();
-    Ok(reading)
+    Ok((reading, last_key))
 }
 
-/// Reads the lease table of `job` every interval until `stop`.
-pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<bool>) {
-    sqlx::any::install_default_drivers();
-    let s = &job.source;
-    let mut open: Option<Open> = None;
-    let mut failing = false;
-    let mut readings = Readings::default();
-    let mut ticks = tokio::time::interval(s.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
-        let now = Now::current();
-        let since = readings.since(s, now.mono);
+/// One set's source between its queries.
+struct Source<'a> {
+    job: &'a LeaseJob,
+    state: &'a SharedCluster,
+    open: Option<Open>,
+    failing: bool,
+    readings: Readings,
+}
+
+impl Source<'_> {
+    /// One query for `rows` within the timeout; a failure is reported
+    /// (logged when new) and `None` returned.
+    async fn query(
+        &mut self,
+        now: Now,
+        rows: &Rows<'_>,
+        room: u64,
+    ) -> Option<(LeaseReading, Option<String>)> {
+        let s = &self.job.source;
+        let open = &mut self.open;
         let attempt = async {
             if open.is_none() {
-                open = Some(connect(s).await?);
+                *open = Some(connect(s).await?);
             }
             let conn = open.as_mut().expect("connected above");
-            read(conn, s, now, since).await
+            read(conn, s, now, rows, room).await
         };
         let result = match tokio::time::timeout(s.timeout, attempt).await {
             Ok(r) => r,
@@ -365,23 +345,121 @@ pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<
             )),
         };
         match result {
-            Ok(reading) => {
-                if failing {
-                    info!(cluster = %job.cluster, tree = %job.pattern, "lease source reads again");
-                    failing = false;
+            Ok(read) => {
+                if self.failing {
+                    info!(cluster = %self.job.cluster, tree = %self.job.pattern, "lease source reads again");
+                    self.failing = false;
                 }
-                readings.read(&reading, now.mono);
-                state.lease_succeeded(job.tree, reading, now);
+                Some(read)
             }
             Err((why, message)) => {
                 // A connection that failed or timed out mid-query is in an
                 // unknown state: the next attempt connects anew.
-                open = None;
-                failing = true;
-                if state.lease_failed(job.tree, why, message.clone(), now) {
-                    warn!(cluster = %job.cluster, tree = %job.pattern, reason = why.label(), "lease source gives no reading: {message}; {}; nothing is judged from it until it reads again", hint(why));
+                self.open = None;
+                self.failing = true;
+                if self
+                    .state
+                    .lease_failed(self.job.tree, why, message.clone(), now)
+                {
+                    warn!(cluster = %self.job.cluster, tree = %self.job.pattern, reason = why.label(), "lease source gives no reading: {message}; {}; nothing is judged from it until it reads again", hint(why));
                 }
+                None
             }
+        }
+    }
+
+    /// A reading of the rows written since the last reading; false when
+    /// it failed.
+    async fn changed(&mut self, at: std::time::Instant) -> bool {
+        let s = &self.job.source;
+        let now = Now::current();
+        let since = self.readings.window(s, at);
+        match self.query(now, &Rows::Changed(since), s.max_rows).await {
+            Some((reading, _)) => {
+                self.readings.changed(&reading, now.mono);
+                self.state.lease_succeeded(self.job.tree, reading, now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A pass over every row, a page per query, each handed to the model
+    /// as it arrives; a failed page ends the pass (the next begins anew).
+    async fn pass(&mut self, stop: &watch::Receiver<bool>) {
+        let s = &self.job.source;
+        let began = Now::current().mono;
+        // What changed since the last reading first: while the pages come,
+        // the rows of the pages not yet read are as current as between
+        // any two readings.
+        if self.readings.last.is_some() && !self.changed(began).await {
+            return;
+        }
+        let (mut after, mut first, mut total) = (None::<String>, true, 0u64);
+        loop {
+            let now = Now::current();
+            // A page of `page_rows` (each read in key order after the
+            // last key of the one before, so that no single query reads a
+            // table of a million rows against the timeout); the one that
+            // may reach the cap asks
+            // for one row more, to see that the table goes past it.
+            let left = s.max_rows - total;
+            let (ask, rows) = if left <= s.page_rows {
+                (left, Rows::Page(after.as_deref(), left + 1))
+            } else {
+                (s.page_rows, Rows::Page(after.as_deref(), s.page_rows))
+            };
+            let Some((mut reading, last_key)) = self.query(now, &rows, left).await else {
+                return;
+            };
+            total += reading.returned;
+            let over = reading
+                .rejected
+                .contains_key(&crate::model::lease::Reject::OverCap);
+            // The last page: fewer rows than asked, the cap, or a bound
+            // that did not move (a key cut to its limit read again).
+            let last = reading.returned < ask || over || last_key.is_none() || last_key == after;
+            reading.page = Some(Page { first, last });
+            self.state.lease_succeeded(self.job.tree, reading, now);
+            if last {
+                self.readings.passed(began);
+                return;
+            }
+            if *stop.borrow() {
+                return;
+            }
+            after = last_key;
+            first = false;
+        }
+    }
+}
+
+/// Reads the lease table of `job` every interval until `stop`.
+pub async fn run(job: LeaseJob, state: SharedCluster, mut stop: watch::Receiver<bool>) {
+    sqlx::any::install_default_drivers();
+    let s = &job.source;
+    let mut source = Source {
+        job: &job,
+        state: &state,
+        open: None,
+        failing: false,
+        readings: Readings::default(),
+    };
+    let mut ticks = tokio::time::interval(s.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+        let now = Now::current();
+        if source.readings.since(s, now.mono).is_some() {
+            source.changed(now.mono).await;
+        } else {
+            source.pass(&stop).await;
         }
     }
 }

@@ -4,12 +4,13 @@
 //! handover evidence.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::election::Election;
 use super::super::journal::Since;
 use super::super::lease::{
-    Failure, LeaseBook, LeaseReading, LeaseRow, RowAt, Verdict, ZkSide, confirmed, judge,
+    Failure, LeaseBook, LeaseReading, LeaseRow, LeaseSpec, RowAt, Verdict, ZkSide, confirmed, judge,
 };
 use super::super::timeline::What;
 use super::{ElectionTree, Entry, Now};
@@ -97,41 +98,7 @@ impl ElectionTree {
         let table = book.last.as_mut().expect("a reading was just taken");
         let whole = rows.is_none() || was_complete != Some(table.complete());
         // Which elections to judge: `None` for all of them.
-        let mut judge: Option<BTreeSet<Box<str>>> = None;
-        match &rows {
-            None => {
-                table.unmatch_all();
-                for path in self.elections.keys() {
-                    table.mark_matched(&spec.key.of(path));
-                }
-            }
-            Some(keys) => {
-                let mut paths = BTreeSet::new();
-                let mut walk: HashSet<&str> = HashSet::new();
-                for key in keys.iter().chain(&ran_out) {
-                    match spec.paths.path(key) {
-                        Some(path) if self.elections.contains_key(path.as_str()) => {
-                            table.mark_matched(key);
-                            paths.insert(path.into_boxed_str());
-                        }
-                        Some(_) => {}
-                        None => {
-                            walk.insert(key);
-                        }
-                    }
-                }
-                if !walk.is_empty() {
-                    for path in self.elections.keys() {
-                        let key = spec.key.of(path);
-                        if walk.contains(&*key) {
-                            table.mark_matched(&key);
-                            paths.insert(path.clone());
-                        }
-                    }
-                }
-                judge = Some(paths);
-            }
-        }
+        let mut judge = self.lease_targets(&spec, table, rows.as_deref(), &ran_out);
         book.unmatched = table.unmatched();
         if !judge_now {
             // Judged again in full once the tree reflects ZooKeeper.
@@ -183,6 +150,50 @@ impl ElectionTree {
         if let Some(book) = self.lease.as_deref_mut() {
             book.cursor = Some(self.journal.cursor());
         }
+    }
+
+    /// The elections a reading brought rows of (`rows`: their keys, or
+    /// `None` for a reading of every row) or whose leases ran out, with
+    /// their rows marked matched; `None` for every election (the matches
+    /// found anew).
+    fn lease_targets(
+        &self,
+        spec: &LeaseSpec,
+        table: &mut LeaseReading,
+        rows: Option<&[Arc<str>]>,
+        ran_out: &[Arc<str>],
+    ) -> Option<BTreeSet<Box<str>>> {
+        let Some(keys) = rows else {
+            table.unmatch_all();
+            for path in self.elections.keys() {
+                table.mark_matched(&spec.key.of(path));
+            }
+            return None;
+        };
+        let mut paths = BTreeSet::new();
+        let mut walk: HashSet<&str> = HashSet::new();
+        for key in keys.iter().chain(ran_out) {
+            match spec.paths.path(key) {
+                Some(path) if self.elections.contains_key(path.as_str()) => {
+                    table.mark_matched(key);
+                    paths.insert(path.into_boxed_str());
+                }
+                Some(_) => {}
+                None => {
+                    walk.insert(key);
+                }
+            }
+        }
+        if !walk.is_empty() {
+            for path in self.elections.keys() {
+                let key = spec.key.of(path);
+                if walk.contains(&*key) {
+                    table.mark_matched(&key);
+                    paths.insert(path.clone());
+                }
+            }
+        }
+        Some(paths)
     }
 
     /// Judges the elections `paths` (every election for `None`) against

@@ -19,6 +19,10 @@ pub struct LeaseRow {
     until: i64,
     /// When the holder last wrote (`last_seen`), table clock.
     written: i64,
+    /// The pass over every row that last read it (or during which a
+    /// reading of what changed brought it): a row older than the pass
+    /// that just ended is gone from the table.
+    pass: u32,
     /// Whether a watched election has this row's key (set when the
     /// reading is taken up).
     pub matched: bool,
@@ -101,6 +105,10 @@ pub struct LeaseReading {
     /// Whether the query read every row; otherwise only the rows written
     /// lately, which the model lays over the rows it has.
     pub full: bool,
+    /// For one page of a pass over every row (read in key order, a page
+    /// per query, so that no query reads the whole table): whether it is
+    /// the first and whether the last.
+    pub page: Option<Page>,
     /// Rows the latest query returned: every row at a reading of every
     /// row, those written lately otherwise.
     pub returned: u64,
@@ -119,6 +127,24 @@ pub struct LeaseReading {
     /// later reading of what changed, which sees only one of them, does
     /// not settle them.
     duplicated: HashSet<Box<str>>,
+    /// The pass over every row under way (or the last one).
+    pass: u32,
+    /// Whether a pass over every row has ended: until then a missing row
+    /// may just not have been read yet.
+    passed: bool,
+    /// What the pass under way found so far: rejected rows, duplicated
+    /// and unusable keys, rows read; the table takes them when it ends.
+    pass_rejected: BTreeMap<Reject, u64>,
+    pass_duplicated: HashSet<Box<str>>,
+    pass_unjudged: HashSet<Box<str>>,
+    pass_rows: u64,
+}
+
+/// Where a page lies in its pass over every row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    pub first: bool,
+    pub last: bool,
 }
 
 impl LeaseReading {
@@ -127,6 +153,7 @@ impl LeaseReading {
         Self {
             started: Some(started),
             full: true,
+            passed: true,
             ..Self::default()
         }
     }
@@ -137,7 +164,18 @@ impl LeaseReading {
             started: Some(now.wall),
             started_mono: Some(now.mono),
             full: true,
+            passed: true,
             ..Self::default()
+        }
+    }
+
+    /// A page of a pass over every row, started at `now`.
+    pub fn page_at(now: crate::model::now::Now, page: Page) -> Self {
+        Self {
+            full: false,
+            passed: false,
+            page: Some(page),
+            ..Self::at(now)
         }
     }
 
@@ -145,6 +183,7 @@ impl LeaseReading {
     pub fn changed_at(now: crate::model::now::Now) -> Self {
         Self {
             full: false,
+            passed: false,
             ..Self::at(now)
         }
     }
@@ -179,7 +218,7 @@ impl LeaseReading {
     /// Whether the reading saw every row: a key missing from a capped
     /// reading may simply not have been read.
     pub fn complete(&self) -> bool {
-        !self.rejected.contains_key(&Reject::OverCap)
+        self.passed && !self.rejected.contains_key(&Reject::OverCap)
     }
 
     pub fn reject(&mut self, why: Reject) {
@@ -221,6 +260,7 @@ impl LeaseReading {
             holder,
             until: self.clock + micros(remaining),
             written: self.clock - micros(age.max(0.0)),
+            pass: 0,
             matched: false,
         };
         if self.rows.insert(Arc::from(&*key), row).is_none() {
@@ -240,10 +280,28 @@ impl LeaseReading {
     /// every row), over this one; returns the keys whose rows it brought,
     /// or `None` when it read every row (everything may have changed).
     pub fn take_up(&mut self, mut newer: LeaseReading) -> Option<Vec<Arc<str>>> {
-        if newer.full || self.started.is_none() {
+        let page = newer.page;
+        if (newer.full && page.is_none()) || (self.started.is_none() && page.is_none()) {
+            newer.passed = newer.full;
             *self = newer;
             return None;
         }
+        if page.is_some_and(|p| p.first) {
+            self.pass = self.pass.wrapping_add(1);
+            self.pass_rejected.clear();
+            self.pass_duplicated.clear();
+            self.pass_unjudged.clear();
+            self.pass_rows = 0;
+        }
+        if page.is_some() {
+            for (why, n) in &newer.rejected {
+                *self.pass_rejected.entry(*why).or_default() += n;
+            }
+            self.pass_duplicated
+                .extend(newer.duplicated.iter().cloned());
+            self.pass_rows += newer.returned;
+        }
+        self.pass_unjudged.extend(newer.unjudged.iter().cloned());
         // Where the newer reading's start lies on this table's clock.
         let since = match (self.started_mono, newer.started_mono) {
             (Some(old), Some(new)) => new.saturating_duration_since(old),
@@ -255,16 +313,18 @@ impl LeaseReading {
         let offset = self.clock + micros(since.as_secs_f64()) - newer.clock;
         let mut changed = Vec::with_capacity(newer.rows.len() + newer.unjudged.len());
         for (key, mut row) in newer.rows.drain() {
-            if self.duplicated.contains(&*key) {
+            if self.duplicated.contains(&*key) || self.pass_duplicated.contains(&*key) {
                 continue;
             }
             row.until += offset;
             row.written += offset;
+            row.pass = self.pass;
             match self.rows.get(&key) {
                 Some(old) => row.matched = old.matched,
                 None => self.unmatched += 1,
             }
             self.unjudged.remove(&*key);
+            self.pass_unjudged.remove(&*key);
             changed.push(key.clone());
             self.rows.insert(key, row);
         }
@@ -276,13 +336,47 @@ impl LeaseReading {
             self.unjudged.insert(Box::from(&*key));
             changed.push(key);
         }
-        self.duplicated.extend(newer.duplicated);
+        if page.is_none() {
+            self.duplicated.extend(newer.duplicated);
+        }
         self.started = newer.started;
         self.started_mono = newer.started_mono;
         self.took = newer.took;
         self.returned = newer.returned;
         self.clock = newer.clock + offset;
+        if page.is_some_and(|p| p.last) {
+            self.end_pass();
+            return None;
+        }
         Some(changed)
+    }
+
+    /// The pass over every row ended: the rows it did not meet (nor a
+    /// reading of what changed since it began) are gone from the table,
+    /// and what it found unusable is what the table has.
+    fn end_pass(&mut self) {
+        let pass = self.pass;
+        let mut gone = 0;
+        self.rows.retain(|_, r| {
+            let kept = r.pass == pass;
+            gone += u64::from(!kept && !r.matched);
+            kept
+        });
+        self.unmatched -= gone;
+        self.rejected = std::mem::take(&mut self.pass_rejected);
+        self.duplicated = std::mem::take(&mut self.pass_duplicated);
+        self.unjudged = std::mem::take(&mut self.pass_unjudged);
+        for key in &self.duplicated {
+            if self.rows.remove(&**key).is_some_and(|r| !r.matched) {
+                self.unmatched -= 1;
+            }
+        }
+        self.passed = true;
+    }
+
+    /// Rows the pass under way has read so far.
+    pub fn pass_rows(&self) -> u64 {
+        self.pass_rows
     }
 
     /// A watched election has `key`: its row (if any) is matched.

@@ -374,3 +374,40 @@ fn a_key_in_several_rows_stays_unjudged_until_every_row_is_read_again() {
     assert_eq!(t.rows.len(), 2);
     assert!(t.unjudged.is_empty());
 }
+
+#[test]
+fn a_pass_in_pages_keeps_what_it_met_and_drops_what_it_did_not() {
+    let page = |secs: f64, first: bool, last: bool, rows: &[(&str, &str, f64, f64)]| {
+        let mut r = reading_at(secs, rows);
+        r.full = false;
+        r.page = Some(Page { first, last });
+        r.returned = rows.len() as u64;
+        r
+    };
+    let mut book = LeaseBook::default();
+    // The first pass: until its last page, a missing row may be unread.
+    assert!(
+        book.succeeded(page(1.0, true, false, &[("a", "x", 30.0, 1.0)]))
+            .is_some()
+    );
+    assert!(!book.last.as_ref().unwrap().complete());
+    assert_eq!(
+        book.succeeded(page(1.0, false, true, &[("b", "y", 30.0, 1.0)])),
+        None
+    );
+    let t = book.last.as_ref().unwrap();
+    assert!(t.complete());
+    assert_eq!(t.rows.len(), 2);
+    // The next pass: "a" was deleted; "b" and a new "c" are met.
+    book.succeeded(page(10.0, true, false, &[("b", "y", 30.0, 1.0)]));
+    assert!(
+        book.last.as_ref().unwrap().rows.contains_key("a"),
+        "kept until the pass ends"
+    );
+    book.succeeded(page(10.0, false, true, &[("c", "z", 30.0, 1.0)]));
+    let t = book.last.as_ref().unwrap();
+    let mut keys: Vec<&str> = t.rows.keys().map(|k| &**k).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["b", "c"]);
+    assert_eq!(t.unmatched(), 2, "every row counted once, none matched");
+}
