@@ -13,6 +13,12 @@
 
 use std::collections::VecDeque;
 
+/// A value no stamp has had before in this process.
+pub(crate) fn new_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The fewest entries a journal keeps before it drops the oldest.
 const MIN_KEPT: usize = 16_384;
 
@@ -48,7 +54,7 @@ pub enum Since<'a> {
 impl Default for Journal {
     fn default() -> Self {
         Self {
-            generation: super::tree::new_stamp(),
+            generation: new_stamp(),
             first: 0,
             entries: VecDeque::new(),
             cap: MIN_KEPT,
@@ -71,7 +77,7 @@ impl Journal {
     /// here on (an eighth of the tree): enough for the changes of a
     /// reader's usual pause, small beside the tree.
     pub fn restart(&mut self, size: usize) {
-        self.generation = super::tree::new_stamp();
+        self.generation = new_stamp();
         self.first += self.entries.len() as u64;
         self.entries.clear();
         self.entries.shrink_to(MIN_KEPT);

@@ -223,7 +223,7 @@ impl Default for SessionTracker {
         Self {
             sessions: HashMap::new(),
             starts: (None, None),
-            stamp: crate::model::tree::new_stamp(),
+            stamp: crate::model::journal::new_stamp(),
             owners: HashSet::new(),
         }
     }
@@ -259,7 +259,7 @@ impl SessionTracker {
                 .iter()
                 .any(|(sid, t)| before.get(sid) != Some(&verdict(t.liveness())));
         if changed {
-            self.stamp = crate::model::tree::new_stamp();
+            self.stamp = crate::model::journal::new_stamp();
         }
     }
 

@@ -125,12 +125,6 @@ pub struct Tree {
     stamp: u64,
 }
 
-/// A value no stamp has had before in this process.
-pub(crate) fn new_stamp() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 impl Tree {
     fn new(pattern: TreePattern, kind: TreeKind) -> Self {
         let content = match &kind {
@@ -148,7 +142,7 @@ impl Tree {
             sync_error: None,
             sync_failures: 0,
             watch_events: 0,
-            stamp: new_stamp(),
+            stamp: super::journal::new_stamp(),
         }
     }
 
@@ -220,7 +214,7 @@ impl Tree {
     }
 
     fn content_mut(&mut self) -> &mut dyn TreeContent {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         match &mut self.kind {
             TreeKind::Elections(e) => &mut **e,
             TreeKind::Groups(g) => g,
@@ -259,7 +253,7 @@ impl Tree {
         if let TreeKind::Elections(e) = &mut self.kind
             && e.name_owners(address_of)
         {
-            self.stamp = new_stamp();
+            self.stamp = super::journal::new_stamp();
         }
     }
 
@@ -285,7 +279,7 @@ impl Tree {
     }
 
     pub fn as_elections_mut(&mut self) -> Option<&mut ElectionTree> {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         match &mut self.kind {
             TreeKind::Elections(e) => Some(e),
             _ => None,
@@ -338,7 +332,7 @@ impl Tree {
     /// The record of sequential election `election` was read: its data
     /// and owner session, `None` when it does not exist.
     pub fn outer_record_read(&mut self, election: &str, read: Option<(&[u8], i64)>, now: Now) {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         if let TreeKind::Elections(e) = &mut self.kind {
             e.outer_record_read(election, read, now);
         }
@@ -378,7 +372,7 @@ impl Tree {
 
     /// Marks the tree stale (session lost); the last values are kept.
     pub fn mark_unsynced(&mut self) {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         self.synced = false;
         self.restart_journal();
     }
@@ -394,7 +388,7 @@ impl Tree {
     /// A watch or listing of the tree failed; it stays unsynced until a
     /// later listing succeeds.
     pub fn sync_failed(&mut self, error: String) {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         self.synced = false;
         self.sync_failures += 1;
         self.sync_error = Some(error);
@@ -434,7 +428,7 @@ impl Tree {
     }
 
     fn listing_done(&mut self) {
-        self.stamp = new_stamp();
+        self.stamp = super::journal::new_stamp();
         self.loaded = true;
         self.synced = true;
         self.sync_error = None;
