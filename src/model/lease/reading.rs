@@ -112,7 +112,10 @@ pub struct LeaseReading {
     /// Rows the latest query returned: every row at a reading of every
     /// row, those written lately otherwise.
     pub returned: u64,
-    /// Rows no watched election has (see [`LeaseRow::matched`]).
+    /// Rows no watched election has (see [`LeaseRow::matched`]). Kept
+    /// exactly by every change of a row; lowered with `saturating_sub`
+    /// all the same, so that no table a database holds can ever panic the
+    /// agent through it.
     unmatched: u64,
     /// The latest reading's start on the table clock (see [`LeaseRow`]).
     clock: i64,
@@ -268,7 +271,7 @@ impl LeaseReading {
         } else {
             // The row just put in, never matched, goes.
             self.rows.remove(&*key);
-            self.unmatched -= 1;
+            self.unmatched = self.unmatched.saturating_sub(1);
             self.duplicated.insert(key.clone());
             self.unjudged.insert(key);
             // Both rows go: the first was counted as used.
@@ -331,7 +334,7 @@ impl LeaseReading {
         for key in newer.unjudged.drain() {
             let key: Arc<str> = Arc::from(&*key);
             if self.rows.remove(&key).is_some_and(|r| !r.matched) {
-                self.unmatched -= 1;
+                self.unmatched = self.unmatched.saturating_sub(1);
             }
             self.unjudged.insert(Box::from(&*key));
             changed.push(key);
@@ -362,13 +365,13 @@ impl LeaseReading {
             gone += u64::from(!kept && !r.matched);
             kept
         });
-        self.unmatched -= gone;
+        self.unmatched = self.unmatched.saturating_sub(gone);
         self.rejected = std::mem::take(&mut self.pass_rejected);
         self.duplicated = std::mem::take(&mut self.pass_duplicated);
         self.unjudged = std::mem::take(&mut self.pass_unjudged);
         for key in &self.duplicated {
             if self.rows.remove(&**key).is_some_and(|r| !r.matched) {
-                self.unmatched -= 1;
+                self.unmatched = self.unmatched.saturating_sub(1);
             }
         }
         self.passed = true;
@@ -383,7 +386,7 @@ impl LeaseReading {
     pub fn mark_matched(&mut self, key: &str) {
         if let Some(row) = self.rows.get_mut(key).filter(|r| !r.matched) {
             row.matched = true;
-            self.unmatched -= 1;
+            self.unmatched = self.unmatched.saturating_sub(1);
         }
     }
 
@@ -413,7 +416,7 @@ impl LeaseReading {
     fn unusable(&mut self, key: Box<str>, why: Reject) {
         self.reject(why);
         if let Some(gone) = self.rows.remove(&*key) {
-            self.unmatched -= u64::from(!gone.matched);
+            self.unmatched = self.unmatched.saturating_sub(u64::from(!gone.matched));
             // An earlier usable row of the same key: a duplicate after all.
             self.reject(Reject::Duplicate);
             self.duplicated.insert(key.clone());
